@@ -1,0 +1,1 @@
+"""Command line: thin layers over library calls (each subcommand in its own module)."""

@@ -1,0 +1,42 @@
+"""``reactccl`` console script: dispatches to subcommand modules.
+
+Each module in :data:`COMMANDS` exposes ``add_parser(subparsers)`` which adds its
+subcommand(s) and sets ``func`` (a callable taking the parsed args and returning
+an exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = [
+    "reactccl.cli.pattern_cmd",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (all subcommands)."""
+    parser = argparse.ArgumentParser(
+        prog="reactccl",
+        description="Collective communication patterns: generate, verify, simulate, run and tune with REACT.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for mod in COMMANDS:
+        importlib.import_module(mod).add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
