@@ -1,8 +1,19 @@
 """Pattern generators, registered by name (see :mod:`.registry`).
 
-Knows nothing of executors. Importing this package registers every built-in generator.
+Knows nothing of executors. Importing this package registers every built-in generator:
+each generator module is listed in ``_MODULES`` below.
 """
+
+import importlib
 
 from .registry import REGISTRY, Generator, generate, get, names, register
 
 __all__ = ["REGISTRY", "Generator", "generate", "get", "names", "register"]
+
+_MODULES = [
+    # issue 2 generators
+    # issue 5 generators
+]
+
+for _m in _MODULES:
+    importlib.import_module(f"{__name__}.{_m}")
