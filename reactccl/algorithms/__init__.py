@@ -12,6 +12,7 @@ __all__ = ["REGISTRY", "Generator", "generate", "get", "names", "register"]
 
 _MODULES = [
     # issue 2 generators
+    "tree", "ring", "recursive", "binomial",
     # issue 5 generators
 ]
 
