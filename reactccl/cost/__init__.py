@@ -2,3 +2,5 @@
 
 Knows nothing of executors.
 """
+
+from .alphabeta import AlphaBetaSchedule, alpha_beta_schedule, hockney_step_times, hockney_time  # noqa: E402,F401
