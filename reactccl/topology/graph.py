@@ -1,0 +1,303 @@
+"""The network graph: hosts, switches and directed links, with shortest-path and ECMP routing.
+
+A :class:`Topology` wraps a ``networkx.DiGraph`` whose nodes carry ``kind``
+("host" or "switch") and whose edges carry ``link`` (an int id 0..L-1),
+``capacity`` (bit/s) and ``latency`` (s). The two directions of a cable are two
+links. Hosts are numbered 0..H-1 in the order they were added to the graph.
+
+Routing follows REACT §7.3: flows take shortest paths (fewest hops) and ECMP
+picks one of them by hashing (src, dst, flow, port) with a stable hash
+(splitmix64, not Python's salted ``hash``), so a run is reproducible.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+
+import networkx as nx
+import numpy as np
+
+__all__ = ["Topology", "TopologyError", "add_cable", "stable_hash"]
+
+
+class TopologyError(ValueError):
+    """A topology, a host or a link was given wrongly; the message names it."""
+
+
+def add_cable(graph: nx.DiGraph, u, v, capacity: float, latency: float) -> None:
+    """Add the two directed links ``u->v`` and ``v->u`` of one cable to ``graph``.
+
+    Link ids are assigned later by :class:`Topology` in edge-insertion order.
+    """
+    graph.add_edge(u, v, capacity=float(capacity), latency=float(latency))
+    graph.add_edge(v, u, capacity=float(capacity), latency=float(latency))
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def stable_hash(*columns: np.ndarray | int) -> np.ndarray:
+    """A reproducible 64-bit hash of integer columns (splitmix64 chained), shape broadcast of the inputs.
+
+    Used for ECMP so that the same (src, dst, job, flow, port) always picks the
+    same path, across processes and Python versions.
+    """
+    cols = [np.asarray(c).astype(np.uint64) for c in columns]
+    shape = np.broadcast_shapes(*(c.shape for c in cols)) if cols else ()
+    h = np.full(shape, 0x243F6A8885A308D3, dtype=np.uint64)
+    with np.errstate(over="ignore"):  # arithmetic is mod 2^64 on purpose
+        for c in cols:
+            z = h + _GOLDEN + c
+            z = (z ^ (z >> np.uint64(30))) * _M1
+            z = (z ^ (z >> np.uint64(27))) * _M2
+            h = z ^ (z >> np.uint64(31))
+    return h
+
+
+class Topology:
+    """A network of hosts and switches joined by directed links.
+
+    Attributes:
+        name: a spec-like name, e.g. ``"fat-tree:k=4"``.
+        graph: the ``networkx.DiGraph`` (node attr ``kind``; edge attrs ``link``,
+            ``capacity`` in bit/s, ``latency`` in s).
+        nodes: node names; ``link_src``/``link_dst`` index into it.
+        hosts: host node names; host id = index in this list.
+        capacity, latency: per-link arrays, shape ``(L,)`` (bit/s, s).
+        link_src, link_dst: per-link node indices, shape ``(L,)``.
+
+    Raises:
+        TopologyError: a node without a valid ``kind``, an edge without a
+            positive ``capacity`` or a non-negative ``latency``, or no hosts.
+    """
+
+    def __init__(self, graph: nx.DiGraph, name: str = "topology") -> None:
+        self.name = str(name)
+        self.graph = graph
+        self.nodes = list(graph.nodes)
+        index = {n: i for i, n in enumerate(self.nodes)}
+        for n, kind in graph.nodes(data="kind"):
+            if kind not in ("host", "switch"):
+                raise TopologyError(f"node {n!r}: kind must be 'host' or 'switch', got {kind!r}")
+        self.hosts = [n for n, k in graph.nodes(data="kind") if k == "host"]
+        if not self.hosts:
+            raise TopologyError(f"{self.name}: a topology needs at least one host")
+        self.host_index = {h: i for i, h in enumerate(self.hosts)}
+        edges = list(graph.edges(data=True))
+        L = len(edges)
+        self.capacity = np.empty(L)
+        self.latency = np.empty(L)
+        self.link_src = np.empty(L, dtype=np.int64)
+        self.link_dst = np.empty(L, dtype=np.int64)
+        self._link_of: dict[tuple, int] = {}
+        for i, (u, v, d) in enumerate(edges):
+            cap, lat = d.get("capacity"), d.get("latency", 0.0)
+            if cap is None or not float(cap) > 0:
+                raise TopologyError(f"link {u!r}->{v!r}: capacity must be > 0 bit/s, got {cap!r}")
+            if not float(lat) >= 0:
+                raise TopologyError(f"link {u!r}->{v!r}: latency must be >= 0 s, got {lat!r}")
+            d["link"] = i
+            self.capacity[i], self.latency[i] = float(cap), float(lat)
+            self.link_src[i], self.link_dst[i] = index[u], index[v]
+            self._link_of[(u, v)] = i
+        for arr in (self.capacity, self.latency, self.link_src, self.link_dst):
+            arr.flags.writeable = False
+        self._pred: dict[int, dict] = {}  # host id -> BFS predecessor lists (shared by degraded copies)
+        self._paths: dict[tuple[int, int], np.ndarray] = {}
+
+    # ------------------------------------------------------------ basic facts
+    @property
+    def num_links(self) -> int:
+        """Number of directed links L."""
+        return len(self.capacity)
+
+    @property
+    def num_hosts(self) -> int:
+        """Number of hosts H."""
+        return len(self.hosts)
+
+    @property
+    def switches(self) -> list:
+        """Switch node names."""
+        return [n for n, k in self.graph.nodes(data="kind") if k == "switch"]
+
+    def __repr__(self) -> str:
+        return (f"Topology({self.name!r}, hosts={self.num_hosts}, switches={len(self.nodes) - self.num_hosts}, "
+                f"links={self.num_links})")
+
+    def host_id(self, host) -> int:
+        """The host id of ``host`` (an int id or a host node name such as ``"h3"``).
+
+        Raises:
+            TopologyError: unknown host.
+        """
+        if isinstance(host, (int, np.integer)) and not isinstance(host, bool):
+            if not 0 <= int(host) < self.num_hosts:
+                raise TopologyError(f"host {host}: out of range 0..{self.num_hosts - 1} in {self.name}")
+            return int(host)
+        if host in self.host_index:
+            return self.host_index[host]
+        raise TopologyError(f"host {host!r}: no such host in {self.name} (hosts are "
+                            f"{self.hosts[0]!r}..{self.hosts[-1]!r})")
+
+    def link_id(self, u, v) -> int:
+        """The id of the directed link from node ``u`` to node ``v``.
+
+        Raises:
+            TopologyError: no such link.
+        """
+        try:
+            return self._link_of[(u, v)]
+        except KeyError:
+            raise TopologyError(f"no link {u!r}->{v!r} in {self.name}") from None
+
+    def host_links(self, host) -> tuple[int, int]:
+        """``(uplink, downlink)`` link ids of a single-homed host.
+
+        Raises:
+            TopologyError: unknown host, or a host with more than one neighbour.
+        """
+        h = self.hosts[self.host_id(host)]
+        nbrs = list(self.graph.successors(h))
+        if len(nbrs) != 1:
+            raise TopologyError(f"host {h!r} has {len(nbrs)} neighbours; host_links needs exactly one")
+        return self.link_id(h, nbrs[0]), self.link_id(nbrs[0], h)
+
+    def cables(self) -> np.ndarray:
+        """Pairs of link ids ``(u->v, v->u)`` with ``u->v`` the lower id, shape ``(P, 2)``;
+        a link without a reverse appears as ``(id, -1)``."""
+        out, seen = [], set()
+        for (u, v), i in self._link_of.items():
+            if i in seen:
+                continue
+            j = self._link_of.get((v, u), -1)
+            seen.update((i, j))
+            out.append((min(i, j) if j >= 0 else i, max(i, j) if j >= 0 else -1))
+        return np.array(sorted(out), dtype=np.int64).reshape(-1, 2)
+
+    # ---------------------------------------------------------------- routing
+    def shortest_paths(self, src_host, dst_host) -> list[np.ndarray]:
+        """All fewest-hop paths from ``src_host`` to ``dst_host`` as link-id arrays.
+
+        Order is deterministic (lexicographic in link ids); the result is cached.
+        All paths have the same length (0 links when src == dst).
+
+        Raises:
+            TopologyError: unknown host or no path.
+        """
+        return list(self._path_array(self.host_id(src_host), self.host_id(dst_host)))
+
+    def _path_array(self, s: int, d: int) -> np.ndarray:
+        """All shortest paths from host ``s`` to host ``d``, shape ``(m, hops)``."""
+        key = (s, d)
+        arr = self._paths.get(key)
+        if arr is not None:
+            return arr
+        pred = self._pred.get(s)
+        if pred is None:
+            pred = nx.predecessor(self.graph, self.hosts[s])
+            self._pred[s] = pred
+        target = self.hosts[d]
+        if target not in pred:
+            raise TopologyError(f"no path from host {self.hosts[s]!r} to host {target!r} in {self.name}")
+        paths: list[list[int]] = []
+        stack: list[tuple[object, list[int]]] = [(target, [])]
+        while stack:  # walk the BFS predecessor DAG back from the target
+            node, tail = stack.pop()
+            ps = pred[node]
+            if not ps:
+                paths.append(tail[::-1])
+                continue
+            for p in ps:
+                stack.append((p, tail + [self._link_of[(p, node)]]))
+        arr = np.array(sorted(paths), dtype=np.int64).reshape(len(paths), -1)
+        arr.flags.writeable = False
+        self._paths[key] = arr
+        return arr
+
+    def ecmp_path(self, src_host, dst_host, key: Sequence[int]) -> np.ndarray:
+        """The shortest path ECMP picks for one flow: index ``stable_hash(src, dst, *key) mod m``
+        among :meth:`shortest_paths`. ``key`` is e.g. ``(job, flow, port)``."""
+        s, d = self.host_id(src_host), self.host_id(dst_host)
+        ptr, links = self.ecmp_paths(np.array([s]), np.array([d]), np.asarray([list(key)], dtype=np.int64))
+        return links[ptr[0]:ptr[1]]
+
+    def ecmp_paths(self, src_hosts: np.ndarray, dst_hosts: np.ndarray,
+                   keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """ECMP paths of many flows at once (the vectorised :meth:`ecmp_path`).
+
+        Args:
+            src_hosts, dst_hosts: host ids, shape ``(F,)``.
+            keys: extra hash inputs per flow, shape ``(F, k)`` (e.g. job, flow, port).
+
+        Returns:
+            CSR ``(ptr, links)``: flow ``f`` uses links ``links[ptr[f]:ptr[f+1]]`` in order.
+        """
+        src = np.asarray(src_hosts, dtype=np.int64).reshape(-1)
+        dst = np.asarray(dst_hosts, dtype=np.int64).reshape(-1)
+        keys = np.asarray(keys, dtype=np.int64).reshape(len(src), -1)
+        F, H = len(src), self.num_hosts
+        if F == 0:
+            return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        for name, arr in (("src_hosts", src), ("dst_hosts", dst)):
+            bad = np.flatnonzero((arr < 0) | (arr >= H))
+            if bad.size:
+                raise TopologyError(f"{name}[{bad[0]}]: host {arr[bad[0]]} out of range 0..{H - 1}")
+        h = stable_hash(src, dst, *keys.T)
+        pair = src * H + dst
+        upairs, inv = np.unique(pair, return_inverse=True)
+        tables = [self._path_array(int(p // H), int(p % H)) for p in upairs]
+        hops = np.array([t.shape[1] for t in tables], dtype=np.int64)
+        counts = np.array([t.shape[0] for t in tables], dtype=np.uint64)
+        length = hops[inv]
+        ptr = np.zeros(F + 1, dtype=np.int64)
+        np.cumsum(length, out=ptr[1:])
+        links = np.empty(int(ptr[-1]), dtype=np.int64)
+        choice = (h % counts[inv]).astype(np.int64)
+        order = np.argsort(inv, kind="stable")
+        bounds = np.searchsorted(inv[order], np.arange(len(upairs) + 1))
+        for u, table in enumerate(tables):  # one vectorised gather per distinct (src, dst)
+            fl = order[bounds[u]:bounds[u + 1]]
+            if table.shape[1] == 0:
+                continue
+            rows = table[choice[fl]]
+            pos = ptr[fl][:, None] + np.arange(table.shape[1])
+            links[pos] = rows
+        return ptr, links
+
+    def path_latency(self, path: Sequence[int] | np.ndarray) -> float:
+        """Sum of link latencies along ``path`` (link ids), in seconds."""
+        return float(self.latency[np.asarray(path, dtype=np.int64)].sum())
+
+    # ------------------------------------------------------------ variations
+    def degraded(self, rates: Mapping[int, float]) -> "Topology":
+        """A copy with some link capacities replaced: ``{link_id: bit/s}``.
+
+        Routing (fewest hops) is unchanged, so the path cache is shared.
+
+        Raises:
+            TopologyError: unknown link id or a capacity that is not > 0.
+        """
+        out = copy.copy(self)
+        cap = self.capacity.copy()
+        for lid, rate in rates.items():
+            if isinstance(lid, bool) or not isinstance(lid, (int, np.integer)) or not 0 <= lid < self.num_links:
+                raise TopologyError(f"degraded: link id {lid!r} out of range 0..{self.num_links - 1}")
+            if not float(rate) > 0:
+                raise TopologyError(f"degraded: link {lid} capacity must be > 0 bit/s, got {rate!r}")
+            cap[int(lid)] = float(rate)
+        cap.flags.writeable = False
+        out.capacity = cap
+        out.graph = self.graph.copy()
+        for u, v, d in out.graph.edges(data=True):
+            d["capacity"] = float(cap[d["link"]])
+        if rates:
+            out.name = f"{self.name} (degraded {len(rates)} links)"
+        return out
+
+    def describe_link(self, lid: int) -> str:
+        """``"u->v"`` for link ``lid``."""
+        return f"{self.nodes[self.link_src[lid]]}->{self.nodes[self.link_dst[lid]]}"

@@ -1,0 +1,60 @@
+"""Parsing of human units used in specs and on the command line.
+
+Rates are bit/s, times seconds, sizes bytes (decimal units as nccl-tests uses
+them: 20MB = 20e6 bytes; binary units KiB/MiB/GiB are 2^10/2^20/2^30).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["parse_rate", "parse_time", "parse_size", "UnitError"]
+
+
+class UnitError(ValueError):
+    """A quantity string could not be parsed; the message names the field."""
+
+
+_NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+
+_RATE = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+_TIME = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_SIZE = {"": 1.0, "b": 1.0, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9,
+         "kib": 2.0 ** 10, "mib": 2.0 ** 20, "gib": 2.0 ** 30}
+
+
+def _parse(text: str | float | int, units: dict[str, float], what: str, strip: tuple[str, ...] = ()) -> float:
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        s = str(text).strip()
+        m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/]*)", s)
+        if not m:
+            raise UnitError(f"{what}: cannot parse {text!r}")
+        unit = m.group(2).lower()
+        for suffix in strip:
+            if unit.endswith(suffix) and unit[: -len(suffix)] in units:
+                unit = unit[: -len(suffix)]
+                break
+        if unit not in units:
+            raise UnitError(f"{what}: unknown unit {m.group(2)!r} in {text!r}; "
+                            f"expected one of {sorted(u for u in units if u)}")
+        value = float(m.group(1)) * units[unit]
+    if not value > 0 or value == float("inf"):
+        raise UnitError(f"{what}: must be a positive finite number, got {text!r}")
+    return value
+
+
+def parse_rate(text: str | float, what: str = "rate") -> float:
+    """A link rate in bit/s: ``100G``, ``100Gbps``, ``30g``, ``1e11``."""
+    return _parse(text, _RATE, what, strip=("bps", "bit/s", "b"))
+
+
+def parse_time(text: str | float, what: str = "time") -> float:
+    """A time in seconds: ``1us``, ``2µs``, ``500ns``, ``2ms``, ``1e-6``."""
+    return _parse(text, _TIME, what)
+
+
+def parse_size(text: str | float, what: str = "size") -> float:
+    """A size in bytes: ``20MB`` (20e6), ``64KiB`` (65536), ``1e6``."""
+    return _parse(text, _SIZE, what)
