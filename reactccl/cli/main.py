@@ -13,6 +13,7 @@ import sys
 
 COMMANDS = [
     "reactccl.cli.pattern_cmd",
+    "reactccl.cli.testbed_cmd",
 ]
 
 

@@ -1,0 +1,146 @@
+"""``reactccl testbed up|congest|run|down|status``: the emulated cluster on one machine.
+
+A thin layer over :class:`reactccl.runtime.testbed.Testbed`; see that module for
+the layout. Commands after ``up`` find the testbed through its state file
+(``--prefix`` picks one when several are up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+def _tb():
+    from ..runtime import testbed  # noqa: PLC0415  (keep `reactccl --help` fast)
+    return testbed
+
+
+def _cmd_up(args) -> int:
+    tbm = _tb()
+    tb = tbm.Testbed(hosts=args.hosts, rate=args.rate, prefix=args.prefix, queue=args.queue, cc=args.cc)
+    tb.up()
+    s = tb.state
+    print(f"testbed {s.prefix}: {s.hosts} hosts, {s.rate_bps / 1e6:g} Mbit/s each way per link, "
+          f"queue {s.queue_bytes // 1024} KiB, TCP {s.cc}")
+    for r in range(s.hosts):
+        print(f"  rank {r}: namespace {s.host_ns(r)}  {s.host_addr(r)} dev {tb.ifname}")
+    print(f"state: {s.path}; remove with `reactccl testbed down --prefix {s.prefix}`")
+    return 0
+
+
+def _cmd_down(args) -> int:
+    tbm = _tb()
+    prefixes = tbm.known_prefixes() if args.all else [args.prefix]
+    if args.prefix is None and not args.all:
+        prefixes = [tbm.load_state(None).prefix]
+    for prefix in prefixes:
+        try:
+            tb = tbm.Testbed.attach(prefix)
+        except tbm.TestbedError:  # no state file: still remove namespaces with that prefix
+            tb = tbm.Testbed(hosts=1, prefix=prefix)
+        tb.down()
+        print(f"testbed {prefix}: removed")
+    return 0
+
+
+def _cmd_congest(args) -> int:
+    tbm = _tb()
+    tb = tbm.Testbed.attach(args.prefix)
+    if args.stop:
+        n = tb.stop_congestion()
+        print(f"testbed {tb.prefix}: stopped {n} congestion processes")
+        return 0
+    if args.into is None or args.flows is None:
+        raise tbm.TestbedError("congest: give --into RANK and --flows P (or --stop)")
+    g = tb.congest(args.into, args.flows, duration=args.duration)
+    how_long = f"for {args.duration:g} s" if args.duration else "until `reactccl testbed congest --stop`"
+    print(f"testbed {tb.prefix}: {g.flows} external TCP flows into rank {g.into} "
+          f"({tb.host_addr(g.into)}:{g.port}) {how_long}")
+    return 0
+
+
+def _cmd_run(args) -> int:
+    tbm = _tb()
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    tb = tbm.Testbed.attach(args.prefix)
+    res = tb.run(cmd, timeout=args.timeout, master_port=args.master_port)
+    if res.timed_out:
+        print(f"testbed run: timed out after {args.timeout:g} s; all ranks stopped", file=sys.stderr)
+    elif res.failed_rank is not None:
+        print(f"testbed run: rank {res.failed_rank} exited {res.codes[res.failed_rank]}; "
+              "other ranks stopped", file=sys.stderr)
+    return res.returncode
+
+
+def _cmd_status(args) -> int:
+    tbm = _tb()
+    prefixes = tbm.known_prefixes()
+    if not prefixes:
+        print("no testbed is up")
+    for p in prefixes:
+        s = tbm.load_state(p)
+        flows = ", ".join(f"{g.flows} into rank {g.into}" for g in s.congestion) or "none"
+        print(f"{p}: {s.hosts} hosts, {s.rate_bps / 1e6:g} Mbit/s, {s.externals} external senders, "
+              f"congestion: {flows}")
+    return 0
+
+
+def _wrap(func):
+    def run(args) -> int:
+        tbm = _tb()
+        why = tbm.netns_unavailable()
+        if why:
+            print(f"reactccl testbed: {why}", file=sys.stderr)
+            return 2
+        try:
+            return func(args)
+        except (tbm.TestbedError, ValueError) as e:
+            print(f"reactccl testbed: {e}", file=sys.stderr)
+            return 1
+    return run
+
+
+def add_parser(subparsers) -> None:
+    """Add ``testbed`` and its subcommands."""
+    p = subparsers.add_parser("testbed", help="emulated cluster on one machine (network namespaces; root)",
+                              description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="testbed_command", metavar="ACTION")
+    sub.required = True
+
+    def prefix_arg(sp):
+        sp.add_argument("--prefix", default=None, help="run prefix (default: the only testbed up)")
+
+    up = sub.add_parser("up", help="build a star of host namespaces behind a shaped bridge")
+    up.add_argument("--hosts", type=int, default=4, help="number of hosts/ranks (default 4)")
+    up.add_argument("--rate", default="200mbit", help="link rate, each direction (default 200mbit)")
+    up.add_argument("--queue", default="256kb", help="bfifo limit per queue (default 256kb = 256 KiB)")
+    up.add_argument("--cc", default="reno", choices=["reno", "bbr", "cubic"],
+                    help="TCP congestion control inside the namespaces (default reno)")
+    up.add_argument("--prefix", default=None, help="name prefix (default: random rclXXXXX)")
+    up.set_defaults(func=_wrap(_cmd_up))
+
+    c = sub.add_parser("congest", help="bulk TCP flows from external namespaces into one host")
+    c.add_argument("--into", type=int, help="receiving rank")
+    c.add_argument("--flows", type=int, help="number of external flows P")
+    c.add_argument("--duration", type=float, default=None, help="seconds (default: until --stop)")
+    c.add_argument("--stop", action="store_true", help="stop all congestion flows")
+    prefix_arg(c)
+    c.set_defaults(func=_wrap(_cmd_congest))
+
+    r = sub.add_parser("run", help="run CMD once per host namespace, torchrun-style env",
+                       usage="reactccl testbed run [--timeout S] [--prefix P] -- CMD [ARGS...]")
+    r.add_argument("--timeout", type=float, default=600.0, help="seconds before all ranks are killed")
+    r.add_argument("--master-port", type=int, default=29500)
+    prefix_arg(r)
+    r.add_argument("cmd", nargs=argparse.REMAINDER, help="command (after --)")
+    r.set_defaults(func=_wrap(_cmd_run))
+
+    d = sub.add_parser("down", help="remove every namespace and process of a testbed")
+    prefix_arg(d)
+    d.add_argument("--all", action="store_true", help="remove every testbed with a state file")
+    d.set_defaults(func=_wrap(_cmd_down))
+
+    st = sub.add_parser("status", help="list testbeds that are up")
+    st.set_defaults(func=_wrap(_cmd_status))

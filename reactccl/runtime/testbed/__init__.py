@@ -1,0 +1,22 @@
+"""An emulated cluster on one machine (``reactccl testbed``): network namespaces
+joined by a bridge, every link rate-shaped, with external congestion flows and a
+torchrun-like launcher. Needs root and iproute2.
+
+    from reactccl.runtime.testbed import Testbed
+    with Testbed(hosts=4, rate="200mbit") as tb:
+        tb.congest(into=2, flows=1)
+        result = tb.run(["python", "train.py"], timeout=300)
+
+Design notes and measured facts: issue 4; shaping choices in :mod:`.shaping`.
+"""
+
+from .launcher import RunResult, launch, rank_env
+from .measure import Transfer, measure_transfers
+from .netns import TestbedError, netns_unavailable, require_netns
+from .shaping import parse_rate, parse_size
+from .state import HOST_IFNAME, TestbedState, known_prefixes, load_state
+from .testbed import Testbed
+
+__all__ = ["Testbed", "TestbedError", "TestbedState", "RunResult", "Transfer", "launch", "rank_env",
+           "measure_transfers", "netns_unavailable", "require_netns", "parse_rate", "parse_size",
+           "known_prefixes", "load_state", "HOST_IFNAME"]

@@ -1,0 +1,156 @@
+"""A torchrun-like launcher for the emulated cluster: one process per host namespace.
+
+Each rank gets the environment torchrun would give a one-process-per-node job
+(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK=0``, ``LOCAL_WORLD_SIZE=1``,
+``GROUP_RANK``/``NODE_RANK``, ``MASTER_ADDR`` = host 0's address, ``MASTER_PORT``)
+plus ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME`` = the host link (without it
+Gloo binds loopback and hangs) and ``REACTCCL_TESTBED_PREFIX``. So the same
+command runs unchanged under real ``torchrun`` across machines.
+
+Like torchrun, when one rank fails the others are stopped; the launcher waits
+with a timeout and returns the first failure's exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .netns import TestbedError
+
+if TYPE_CHECKING:
+    from .testbed import Testbed
+
+__all__ = ["RunResult", "launch", "rank_env"]
+
+#: Exit code reported when the job ran past its timeout (as coreutils ``timeout``).
+TIMEOUT_EXIT = 124
+
+
+@dataclass
+class RunResult:
+    """Outcome of :func:`launch`.
+
+    Attributes:
+        returncode: 0 when every rank exited 0; else the first failing rank's code
+            (negative = killed by that signal), or 124 on timeout.
+        failed_rank: rank that failed first, or None.
+        codes: exit code per rank (None if it had to be killed by the launcher).
+        output: captured stdout+stderr per rank (empty strings when streamed).
+        seconds: wall time of the job.
+        timed_out: whether the timeout fired.
+    """
+
+    returncode: int
+    failed_rank: int | None
+    codes: list[int | None]
+    output: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    timed_out: bool = False
+
+
+def rank_env(tb: "Testbed", rank: int, master_port: int) -> dict[str, str]:
+    """The torchrun-style variables for ``rank`` on testbed ``tb``."""
+    return {
+        "RANK": str(rank), "WORLD_SIZE": str(tb.hosts),
+        "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+        "GROUP_RANK": str(rank), "NODE_RANK": str(rank),
+        "MASTER_ADDR": tb.host_addr(0), "MASTER_PORT": str(master_port),
+        "GLOO_SOCKET_IFNAME": tb.ifname, "NCCL_SOCKET_IFNAME": tb.ifname,
+        "REACTCCL_TESTBED_PREFIX": tb.prefix,
+    }
+
+
+def _pump(stream, rank: int, sink: list[str], echo: bool) -> None:
+    for line in stream:  # ends at EOF, i.e. when the rank's process group closed its output
+        if echo:
+            sys.stdout.write(f"[rank {rank}] {line}")
+            sys.stdout.flush()
+        else:
+            sink.append(line)
+
+
+def launch(tb: "Testbed", cmd: Sequence[str], *, timeout: float = 600.0,
+           env: Mapping[str, str] | None = None, master_port: int = 29500,
+           stream: bool = True, grace: float = 5.0) -> RunResult:
+    """Run ``cmd`` in every host namespace of ``tb`` and wait for all of them.
+
+    Args:
+        cmd: argv of the per-rank command (the same on every rank).
+        timeout: seconds before every rank is killed (result code 124).
+        env: extra environment for every rank (on top of ours and the rank variables).
+        master_port: port of the rendezvous store on host 0.
+        stream: echo output as ``[rank i] line``; otherwise collect it into ``output``.
+        grace: seconds between SIGTERM and SIGKILL when stopping ranks.
+    Raises:
+        TestbedError when ``cmd`` is empty or the testbed is not up.
+    """
+    if not cmd:
+        raise TestbedError("testbed run: no command given")
+    if timeout <= 0:
+        raise TestbedError(f"timeout={timeout!r}: must be > 0 seconds")
+    procs: list[subprocess.Popen] = []
+    pumps: list[threading.Thread] = []
+    outputs: list[list[str]] = [[] for _ in range(tb.hosts)]
+    t0 = time.monotonic()
+    try:
+        for r in range(tb.hosts):
+            penv = {**os.environ, **(env or {}), **rank_env(tb, r, master_port)}
+            p = tb.popen(tb.host_ns(r), list(cmd), env=penv, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, errors="replace",
+                         start_new_session=True)
+            procs.append(p)
+            th = threading.Thread(target=_pump, args=(p.stdout, r, outputs[r], stream), daemon=True)
+            th.start()
+            pumps.append(th)
+        failed, timed_out = _wait_all(procs, t0 + timeout)
+    except BaseException:  # Ctrl-C or a failed start: leave nothing running
+        _stop(procs, grace)
+        raise
+    if failed is not None or timed_out:
+        _stop(procs, grace)
+    for th in pumps:
+        th.join(timeout=grace)
+    codes = [p.poll() for p in procs]
+    if timed_out:
+        rc = TIMEOUT_EXIT
+    elif failed is not None:
+        rc = codes[failed] or 1
+    else:
+        rc = 0
+    return RunResult(returncode=rc, failed_rank=failed, codes=codes,
+                     output=["".join(o) for o in outputs], seconds=time.monotonic() - t0,
+                     timed_out=timed_out)
+
+
+def _wait_all(procs: list[subprocess.Popen], deadline: float) -> tuple[int | None, bool]:
+    """Poll until all exit 0, one fails (its rank), or the deadline passes (timed_out=True)."""
+    while time.monotonic() < deadline:
+        codes = [p.poll() for p in procs]
+        bad = [r for r, c in enumerate(codes) if c not in (None, 0)]
+        if bad:
+            return bad[0], False
+        if all(c == 0 for c in codes):
+            return None, False
+        time.sleep(0.05)
+    return None, True
+
+
+def _stop(procs: list[subprocess.Popen], grace: float) -> None:
+    """SIGTERM, then after ``grace`` s SIGKILL, each rank's process group (groups we created)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in procs:
+            try:
+                os.killpg(p.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+            time.sleep(0.05)

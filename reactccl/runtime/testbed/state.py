@@ -1,0 +1,154 @@
+"""The emulated cluster's description, kept in a small JSON file so later
+commands (``reactccl testbed congest|run|down``) find what ``up`` built.
+
+Files live in ``$REACTCCL_TESTBED_DIR`` or ``/run/reactccl/testbed`` (root's
+tmpfs: gone after a reboot, like the namespaces themselves), one per prefix:
+``<dir>/<prefix>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .netns import TestbedError
+
+__all__ = ["TestbedState", "CongestionGroup", "state_dir", "new_prefix", "check_prefix",
+           "load_state", "known_prefixes", "HOST_IFNAME"]
+
+#: Name of the host-side veth in every host namespace, so one GLOO_SOCKET_IFNAME serves all ranks.
+HOST_IFNAME = "rcl0"
+
+_PREFIX_RE = re.compile(r"[a-z][a-z0-9]{1,11}")
+
+
+def state_dir() -> Path:
+    """Directory holding one ``<prefix>.json`` per live testbed."""
+    return Path(os.environ.get("REACTCCL_TESTBED_DIR", "/run/reactccl/testbed"))
+
+
+def new_prefix() -> str:
+    """A fresh run prefix, ``rcl`` + 5 random hex digits (e.g. ``rcl3fa9c``)."""
+    return "rcl" + secrets.token_hex(3)[:5]
+
+
+def check_prefix(prefix: str) -> str:
+    """Return ``prefix`` if valid (2-12 chars, lowercase letter then letters/digits), else raise."""
+    if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
+        raise TestbedError(f"prefix {prefix!r}: use 2-12 lowercase letters/digits starting with a letter")
+    return prefix
+
+
+@dataclass
+class CongestionGroup:
+    """External flows into one host: ``flows`` senders, each in its own namespace.
+
+    Attributes:
+        into: receiving rank.
+        flows: number of TCP flows (one sender namespace each).
+        port: TCP port of the sink in the receiving host.
+        externals: indices of the external namespaces used as senders.
+        pids: process ids of the sink and the senders (ours, for ``stop``).
+        duration: seconds the flows last, or None for "until stopped".
+    """
+
+    into: int
+    flows: int
+    port: int
+    externals: list[int]
+    pids: list[int]
+    duration: float | None = None
+
+
+@dataclass
+class TestbedState:
+    """Everything needed to find and use a running emulated cluster.
+
+    Attributes:
+        prefix: run prefix; every namespace is ``<prefix>-sw``, ``<prefix>-h<i>`` or ``<prefix>-x<j>``.
+        hosts: number of host namespaces (ranks).
+        rate_bps: link rate in bit/s, both directions of every link.
+        queue_bytes: bfifo limit of every shaped egress queue.
+        cc: TCP congestion control set in every namespace (reno or bbr).
+        externals: number of external (congestion-sender) namespaces created so far.
+        congestion: live congestion groups.
+    """
+
+    __test__ = False
+
+    prefix: str
+    hosts: int
+    rate_bps: int
+    queue_bytes: int
+    cc: str
+    externals: int = 0
+    congestion: list[CongestionGroup] = field(default_factory=list)
+
+    @property
+    def path(self) -> Path:
+        return state_dir() / f"{self.prefix}.json"
+
+    @property
+    def switch_ns(self) -> str:
+        return f"{self.prefix}-sw"
+
+    def host_ns(self, rank: int) -> str:
+        """Namespace of host ``rank``; raises TestbedError when out of range."""
+        if not 0 <= rank < self.hosts:
+            raise TestbedError(f"rank {rank} out of range: testbed {self.prefix} has {self.hosts} hosts")
+        return f"{self.prefix}-h{rank}"
+
+    def host_addr(self, rank: int) -> str:
+        """IPv4 address of host ``rank`` (10.77.0.<rank+1>, private to the namespaces)."""
+        self.host_ns(rank)
+        return f"10.77.{(rank + 1) // 256}.{(rank + 1) % 256}"
+
+    def external_ns(self, j: int) -> str:
+        return f"{self.prefix}-x{j}"
+
+    def external_addr(self, j: int) -> str:
+        """IPv4 address of external sender ``j`` (10.77.128.<j+1> upward)."""
+        return f"10.77.{128 + (j + 1) // 256}.{(j + 1) % 256}"
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1))
+        tmp.replace(self.path)
+
+    def remove_file(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TestbedState":
+        groups = [CongestionGroup(**g) for g in d.get("congestion", [])]
+        return cls(**{**d, "congestion": groups})
+
+
+def known_prefixes() -> list[str]:
+    """Prefixes with a state file (sorted)."""
+    d = state_dir()
+    return sorted(p.stem for p in d.glob("*.json")) if d.is_dir() else []
+
+
+def load_state(prefix: str | None = None) -> TestbedState:
+    """The state of testbed ``prefix``; with None, the only one there is.
+
+    Raises TestbedError when none exists, or several exist and no prefix was given.
+    """
+    if prefix is None:
+        known = known_prefixes()
+        if not known:
+            raise TestbedError(f"no testbed is up (no state file in {state_dir()}); "
+                               "run `reactccl testbed up` first")
+        if len(known) > 1:
+            raise TestbedError(f"several testbeds are up ({', '.join(known)}); choose one with --prefix")
+        prefix = known[0]
+    path = state_dir() / f"{check_prefix(prefix)}.json"
+    if not path.exists():
+        raise TestbedError(f"no testbed with prefix {prefix!r} (no {path})")
+    return TestbedState.from_dict(json.loads(path.read_text()))
