@@ -1,0 +1,30 @@
+"""Real execution: patterns as torch.distributed point-to-point collectives (RCollective),
+the REACT control plane (RTuner), and an emulated cluster (``testbed``).
+
+The layout and record modules are numpy-only; ``RCollective`` and ``RTuner`` need
+PyTorch and are imported on first use, so ``import reactccl.runtime`` works
+without it.
+
+    from reactccl.runtime import RCollective
+    rc = RCollective(pattern)          # after dist.init_process_group("gloo", ...)
+    rc(tensor)                         # in place; rc.gather_trace() -> EpochTrace
+
+Source: REACT §6 (RCollective §6.1, RTuner §6.2, §6.3).
+"""
+
+from .layout import LocalOp, LocalPlan, block_bounds, chunk_bounds, local_plan
+from .records import LocalRecord, assemble_trace, merge_traces
+
+__all__ = ["LocalOp", "LocalPlan", "LocalRecord", "RCollective", "RTuner", "FlowTimeoutError",
+           "MismatchError", "ControlPlaneError", "assemble_trace", "block_bounds", "chunk_bounds",
+           "local_plan", "merge_traces", "pattern_digest"]
+
+_LAZY = {"RCollective": "rcollective", "FlowTimeoutError": "rcollective", "MismatchError": "rcollective",
+         "pattern_digest": "rcollective", "RTuner": "rtuner", "ControlPlaneError": "rtuner"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,431 @@
+"""RCollective: run any verified collective pattern as a real collective on torch.distributed.
+
+Every rank calls ``RCollective(pattern, group)(tensor)`` with its flat message
+(the whole message, nccl-tests' in-place convention: for AllGather rank r's
+input sits in block r, for ReduceScatter rank r's output ends in block r; see
+:func:`reactccl.runtime.layout.block_bounds`). Chunks are views of the tensor
+(:func:`~reactccl.runtime.layout.chunk_bounds`); a ``reduce`` flow adds into
+the receiver's chunks, a ``copy`` flow overwrites them.
+
+Execution (Gloo, CPU tensors), data-driven as the IR says:
+
+* all receives are posted at the start, each into its own staging buffer,
+  with the tag ``TAG_BASE + flow id`` (unique per peer, step and chunk);
+* a send is staged (copied into its own buffer: the pre-step value, so a
+  rank may send chunk c while receiving into c) and posted as soon as the
+  writes it depends on (``pattern.dependencies()``) are applied;
+* a received flow is applied once it arrived and every earlier write/read of
+  its chunks was done (:class:`~reactccl.runtime.layout.LocalPlan`'s order);
+* a Gloo request only completes when someone waits on it, so a pool of
+  threads waits on every request (send and receive) with the timeout; their
+  completion times are the flows' timestamps. Posting never blocks, so no
+  posting order can deadlock.
+
+On CUDA tensors (NCCL) the same plan runs step by step: a step's sends and
+receives are posted as one ``batch_isend_irecv`` group (NCCL's group call,
+which is what makes a ring of sends and receives deadlock-free there), and
+per-step CUDA events time the flows. ``mode="stepwise"`` runs this path on
+Gloo too, which is how CI tests it without a GPU.
+
+Exactness: integer dtypes give exactly ``dist.all_reduce``'s result. Floats
+(float32/float16/bfloat16) are summed in the tensor's dtype, each (rank,
+chunk) in one fixed order (step, then flow id), so a rank's result does not
+depend on timing. Every rank holds bit-identical results when the pattern
+computes each final value once and copies it (ring, tree, Broadcast) or
+computes it symmetrically (recursive doubling: a+b on one side, b+a on the
+other). The error against a float64 reference is at most
+``(N-1) * u * sum_i |x_i| + u * |sum_i x_i|`` per element, with ``u`` the unit
+roundoff (2^-24 float32, 2^-11 float16, 2^-8 bfloat16), as for any summation
+order (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2).
+
+Source: REACT §6.1 and Appendix B.1 (Algorithm 2).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import queue
+import time
+import zlib
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from ..pattern import CollectivePattern
+from .layout import RECV, SEND, LocalOp, LocalPlan, local_plan
+from .records import LocalRecord, assemble_trace
+
+__all__ = ["RCollective", "FlowTimeoutError", "MismatchError", "pattern_digest", "TAG_BASE"]
+
+TAG_BASE = 1 << 20
+_CACHE = 16
+
+
+class FlowTimeoutError(RuntimeError):
+    """A flow did not complete (or failed) within the timeout.
+
+    Attributes: ``rank`` (who noticed), ``flow``, ``step``, ``peer``, ``chunks``.
+    """
+
+    def __init__(self, message: str, rank: int, op: LocalOp | None) -> None:
+        super().__init__(message)
+        self.rank = rank
+        self.flow = None if op is None else op.flow
+        self.step = None if op is None else op.step
+        self.peer = None if op is None else op.peer
+        self.chunks = None if op is None else op.chunks.tolist()
+
+
+class MismatchError(RuntimeError):
+    """Ranks called the collective with different sizes, dtypes, devices or patterns."""
+
+
+def pattern_digest(pattern: CollectivePattern) -> int:
+    """A 63-bit digest of the pattern's arrays, equal on every process for equal patterns
+    (unlike ``hash``, which Python randomises per process)."""
+    h = hashlib.sha1(f"{pattern.collective.value}/{pattern.num_ranks}/{pattern.root}".encode())
+    for a in (np.round(pattern.chunk_size, 12), pattern.chunk_graph, pattern.step, pattern.src,
+              pattern.dst, pattern.op, pattern.chunk_ptr, pattern.chunk_idx):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return int.from_bytes(h.digest()[:8], "little") & ((1 << 63) - 1)
+
+
+def _dtype_code(dtype: torch.dtype) -> int:
+    return zlib.crc32(str(dtype).encode())
+
+
+class RCollective:
+    """A collective pattern bound to a process group.
+
+    Args:
+        pattern: a verified pattern whose ranks are the group's ranks
+            (``pattern.num_ranks == group size``).
+        group: the process group (default: the default group).
+        timeout: seconds every wait may take; a flow that does not complete in
+            that time raises :class:`FlowTimeoutError` naming step, peer and chunks.
+        check: ``"change"`` (default) all-gathers ``(numel, dtype, device,
+            pattern digest)`` the first time a combination is used and raises
+            :class:`MismatchError` if ranks disagree; ``"always"`` does it every
+            call; ``"never"`` skips it.
+        mode: ``"auto"`` (data-driven on Gloo, stepwise on NCCL), ``"data"`` or
+            ``"stepwise"``.
+
+    Raises:
+        ValueError: pattern and group sizes differ, or a bad option.
+
+    A REACT swap is :meth:`set_pattern` with a relabelled pattern: the group
+    (and its connections) stays the same.
+    """
+
+    def __init__(self, pattern: CollectivePattern, group=None, timeout: float = 60.0,
+                 check: str = "change", mode: str = "auto") -> None:
+        if not dist.is_initialized():
+            raise RuntimeError("RCollective: torch.distributed is not initialised (call init_process_group)")
+        if check not in ("change", "always", "never"):
+            raise ValueError(f"check: expected 'change', 'always' or 'never', got {check!r}")
+        if mode not in ("auto", "data", "stepwise"):
+            raise ValueError(f"mode: expected 'auto', 'data' or 'stepwise', got {mode!r}")
+        if not timeout > 0:
+            raise ValueError(f"timeout: must be > 0 seconds, got {timeout}")
+        self.group = group
+        self.rank = dist.get_rank(group)
+        self.world = dist.get_world_size(group)
+        self._global = [dist.get_global_rank(group, r) if group is not None else r for r in range(self.world)]
+        self.timeout = float(timeout)
+        self.check, self.mode = check, mode
+        self._plans: OrderedDict = OrderedDict()
+        self._checked: OrderedDict = OrderedDict()
+        self._buffers: dict = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
+        self.calls = 0
+        self.last_record: LocalRecord | None = None
+        self.set_pattern(pattern)
+
+    # ------------------------------------------------------------ pattern
+    @property
+    def pattern(self) -> CollectivePattern:
+        """The pattern the next call runs."""
+        return self._pattern
+
+    def set_pattern(self, pattern: CollectivePattern) -> None:
+        """Run ``pattern`` from the next call on (every rank must switch at the same call).
+
+        Raises:
+            ValueError: its rank count differs from the group's size, or it is a
+                different collective than the current pattern.
+        """
+        if not isinstance(pattern, CollectivePattern):
+            raise TypeError(f"pattern: expected a CollectivePattern, got {type(pattern).__name__}")
+        if pattern.num_ranks != self.world:
+            raise ValueError(f"pattern has {pattern.num_ranks} ranks but the process group has {self.world}")
+        old = getattr(self, "_pattern", None)
+        if old is not None and old.collective != pattern.collective:
+            raise ValueError(f"set_pattern: cannot change the collective from {old.collective.value} to "
+                             f"{pattern.collective.value}")
+        self._pattern = pattern
+        self.digest = pattern_digest(pattern)
+
+    # --------------------------------------------------------------- call
+    def __call__(self, tensor: torch.Tensor, epoch: int | None = None) -> torch.Tensor:
+        """Run the collective in place on ``tensor`` (any shape; treated as flat).
+
+        Returns:
+            ``tensor`` (modified in place).
+
+        Raises:
+            MismatchError: ranks disagree on element count, dtype, device type or pattern.
+            FlowTimeoutError: a flow did not complete within ``timeout`` seconds
+                (a dead or stalled peer), naming the step, the peer and the chunks.
+        """
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"tensor: expected a torch.Tensor, got {type(tensor).__name__}")
+        flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
+        enter = time.monotonic()
+        self._check_agreement(flat)
+        plan = self._plan(flat.numel())
+        stepwise = self.mode == "stepwise" or (self.mode == "auto" and flat.is_cuda)
+        run = self._run_stepwise if stepwise else self._run_data
+        sent_t, recv_t = run(flat, plan)
+        if flat.data_ptr() != tensor.data_ptr():
+            tensor.copy_(flat.view_as(tensor))
+        sends, recvs = plan.sends, plan.recvs
+        esize = flat.element_size()
+        self.last_record = LocalRecord(
+            self.rank, self.calls if epoch is None else int(epoch), enter, time.monotonic(),
+            np.array([o.flow for o in sends], dtype=np.int64), np.array(sent_t, dtype=np.float64),
+            np.array([o.numel * esize for o in sends], dtype=np.float64),
+            np.array([o.flow for o in recvs], dtype=np.int64), np.array(recv_t, dtype=np.float64),
+            flat.numel() * esize, self.digest)
+        self.calls += 1
+        return tensor
+
+    def gather_trace(self, group=None):
+        """All ranks' records of the last call joined into an :class:`EpochTrace` (collective
+        over ``group``, default this collective's group; every rank gets the trace)."""
+        if self.last_record is None:
+            raise RuntimeError("gather_trace: no call has run yet")
+        recs: list = [None] * self.world
+        dist.all_gather_object(recs, self.last_record, group=group if group is not None else self.group)
+        return assemble_trace(self._pattern, recs)
+
+    def close(self) -> None:
+        """Stop the waiter threads (idle ones at once)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    # ------------------------------------------------------------ helpers
+    def _plan(self, numel: int) -> LocalPlan:
+        key = (self.digest, numel)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = local_plan(self._pattern, self.rank, numel)
+            self._plans[key] = plan
+            if len(self._plans) > _CACHE:
+                self._plans.popitem(last=False)
+        else:
+            self._plans.move_to_end(key)
+        return plan
+
+    def _arena(self, plan: LocalPlan, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        key = (self.digest, plan.numel, flat.dtype, flat.device)
+        bufs = self._buffers.get(key)
+        if bufs is None:
+            bufs = (torch.empty(plan.send_numel, dtype=flat.dtype, device=flat.device),
+                    torch.empty(plan.recv_numel, dtype=flat.dtype, device=flat.device))
+            if len(self._buffers) >= _CACHE:
+                self._buffers.pop(next(iter(self._buffers)))
+            self._buffers[key] = bufs
+        return bufs
+
+    def _check_agreement(self, flat: torch.Tensor) -> None:
+        key = (flat.numel(), flat.dtype, flat.device.type, self.digest)
+        if self.check == "never" or (self.check == "change" and key in self._checked):
+            return
+        mine = torch.tensor([flat.numel(), _dtype_code(flat.dtype), zlib.crc32(flat.device.type.encode()),
+                             self.digest], dtype=torch.int64, device=flat.device)
+        allv = [torch.empty_like(mine) for _ in range(self.world)]
+        dist.all_gather(allv, mine, group=self.group)
+        rows = torch.stack(allv).cpu().numpy()
+        bad = np.flatnonzero((rows != rows[self.rank]).any(axis=1))
+        if bad.size:
+            other = rows[bad[0]]
+            what = []
+            if other[0] != rows[self.rank, 0]:
+                what.append(f"{rows[self.rank, 0]} elements here, {other[0]} on rank {bad[0]}")
+            if other[1] != rows[self.rank, 1]:
+                what.append(f"dtype {flat.dtype} here differs from rank {bad[0]}'s")
+            if other[2] != rows[self.rank, 2]:
+                what.append(f"device type {flat.device.type} here differs from rank {bad[0]}'s")
+            if other[3] != rows[self.rank, 3]:
+                what.append(f"pattern digest {rows[self.rank, 3]:x} here, {other[3]:x} on rank {bad[0]}")
+            raise MismatchError(f"RCollective on rank {self.rank}: ranks called the collective with different "
+                                f"arguments ({'; '.join(what)}); ranks in disagreement: {bad.tolist()}")
+        self._checked[key] = True
+        if len(self._checked) > 4 * _CACHE:
+            self._checked.popitem(last=False)
+
+    def _waiters(self, n: int) -> ThreadPoolExecutor:
+        if self._pool is None or self._pool_size < n:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+            self._pool_size = max(n, 8)
+            self._pool = ThreadPoolExecutor(self._pool_size, thread_name_prefix="rcollective-wait")
+        return self._pool
+
+    def _error(self, op: LocalOp | None, why: str) -> FlowTimeoutError:
+        what = op.describe() if op is not None else "the collective"
+        return FlowTimeoutError(
+            f"RCollective on rank {self.rank}: {what} {why} (pattern {self._pattern.name or 'unnamed'}, "
+            f"call {self.calls}); the peer may have died or stalled, or ranks run different patterns or sizes",
+            self.rank, op)
+
+    @staticmethod
+    def _stage(op: LocalOp, flat: torch.Tensor, buf: torch.Tensor) -> torch.Tensor:
+        out = buf[op.offset:op.offset + op.numel]
+        k = 0
+        for lo, hi in op.segments.tolist():
+            out[k:k + hi - lo].copy_(flat[lo:hi])
+            k += hi - lo
+        return out
+
+    @staticmethod
+    def _apply(op: LocalOp, flat: torch.Tensor, buf: torch.Tensor) -> None:
+        src = buf[op.offset:op.offset + op.numel]
+        k = 0
+        for lo, hi in op.segments.tolist():
+            if op.op == 0:
+                flat[lo:hi].add_(src[k:k + hi - lo])
+            else:
+                flat[lo:hi].copy_(src[k:k + hi - lo])
+            k += hi - lo
+
+    def _post(self, op: LocalOp, buf: torch.Tensor):
+        peer = self._global[op.peer]
+        if op.kind == SEND:
+            return dist.isend(buf, peer, group=self.group, tag=TAG_BASE + op.flow)
+        return dist.irecv(buf, peer, group=self.group, tag=TAG_BASE + op.flow)
+
+    # ---------------------------------------------------------- data-driven
+    def _run_data(self, flat: torch.Tensor, plan: LocalPlan) -> tuple[list[float], list[float]]:
+        ops = plan.ops
+        sbuf, rbuf = self._arena(plan, flat)
+        t_of = [0.0] * len(ops)
+        if not ops:
+            return [], []
+        pool = self._waiters(len(ops))
+        events: queue.SimpleQueue = queue.SimpleQueue()
+        td = datetime.timedelta(seconds=self.timeout)
+
+        def wait(i: int, work) -> None:
+            try:
+                work.wait(timeout=td)
+                events.put((i, time.monotonic(), None))
+            except Exception as e:  # noqa: BLE001 - reported to the driver with the flow's name
+                events.put((i, time.monotonic(), e))
+
+        deadline = time.monotonic() + self.timeout
+        arrived = [False] * len(ops)
+        done = [False] * len(ops)
+        head = {c: 0 for c in plan.queues}
+        outstanding = 0
+        for op in ops:
+            if op.kind == RECV:
+                pool.submit(wait, op.index, self._post(op, rbuf[op.offset:op.offset + op.numel]))
+                outstanding += 1
+
+        def ready(op: LocalOp) -> bool:
+            return (not done[op.index] and (op.kind == SEND or arrived[op.index])
+                    and all(plan.queues[c][head[c]] == op.index for c in op.chunks.tolist()))
+
+        def progress(todo: list[int]) -> None:
+            nonlocal outstanding
+            while todo:
+                op = ops[todo.pop()]
+                if not ready(op):
+                    continue
+                if op.kind == SEND:
+                    data = self._stage(op, flat, sbuf)
+                    t_of[op.index] = time.monotonic()
+                    pool.submit(wait, op.index, self._post(op, data))
+                    outstanding += 1
+                else:
+                    self._apply(op, flat, rbuf)
+                done[op.index] = True
+                for c in op.chunks.tolist():
+                    head[c] += 1
+                    q = plan.queues[c]
+                    if head[c] < len(q):
+                        todo.append(q[head[c]])
+
+        progress([q[0] for q in plan.queues.values()])
+        while outstanding:
+            left = deadline - time.monotonic()
+            try:
+                i, t, err = events.get(timeout=max(left, 0.0))
+            except queue.Empty:
+                stuck = next((o for o in ops if not done[o.index] or (o.kind == SEND and not arrived[o.index])), None)
+                raise self._error(stuck, f"did not complete within {self.timeout:g} s") from None
+            outstanding -= 1
+            if err is not None:
+                raise self._error(ops[i], f"failed: {err}") from err
+            arrived[i] = True
+            if ops[i].kind == RECV:
+                t_of[i] = t
+                progress([i])
+        if not all(done):
+            stuck = next(o for o in ops if not done[o.index])
+            raise self._error(stuck, "could never run (its inputs never became ready)")
+        return ([t_of[o.index] for o in ops if o.kind == SEND], [t_of[o.index] for o in ops if o.kind == RECV])
+
+    # ------------------------------------------------------------- stepwise
+    def _run_stepwise(self, flat: torch.Tensor, plan: LocalPlan) -> tuple[list[float], list[float]]:
+        ops = plan.ops
+        sbuf, rbuf = self._arena(plan, flat)
+        td = datetime.timedelta(seconds=self.timeout)
+        cuda = flat.is_cuda
+        steps = sorted({o.step for o in ops})
+        marks: list = []
+        t_start, t_end = [0.0] * len(ops), [0.0] * len(ops)
+        if cuda:
+            base = torch.cuda.Event(enable_timing=True)
+            base.record()
+            base_t = time.monotonic()
+        for t in steps:
+            mine = [o for o in ops if o.step == t]
+            p2p = []
+            for o in mine:
+                buf = self._stage(o, flat, sbuf) if o.kind == SEND else rbuf[o.offset:o.offset + o.numel]
+                fn = dist.isend if o.kind == SEND else dist.irecv
+                p2p.append(dist.P2POp(fn, buf, self._global[o.peer], group=self.group, tag=TAG_BASE + o.flow))
+            if cuda:
+                ev0 = torch.cuda.Event(enable_timing=True)
+                ev0.record()
+            t0 = time.monotonic()
+            works = dist.batch_isend_irecv(p2p)
+            for o, w in zip(mine, works):
+                try:
+                    w.wait(timeout=td)
+                except Exception as e:  # noqa: BLE001
+                    raise self._error(o, f"failed or timed out: {e}") from e
+            t1 = time.monotonic()
+            for o in mine:
+                if o.kind == RECV:
+                    self._apply(o, flat, rbuf)
+                t_start[o.index], t_end[o.index] = t0, t1
+            if cuda:
+                ev1 = torch.cuda.Event(enable_timing=True)
+                ev1.record()
+                marks.append((mine, ev0, ev1))
+        if cuda:
+            torch.cuda.current_stream().synchronize()
+            for mine, ev0, ev1 in marks:
+                a, b = base.elapsed_time(ev0) / 1e3, base.elapsed_time(ev1) / 1e3
+                for o in mine:
+                    t_start[o.index], t_end[o.index] = base_t + a, base_t + b
+        return ([t_start[o.index] for o in ops if o.kind == SEND], [t_end[o.index] for o in ops if o.kind == RECV])

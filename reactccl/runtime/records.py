@@ -1,0 +1,130 @@
+"""Per-rank timing records of real collectives, and their assembly into :class:`EpochTrace`.
+
+A rank knows when it started each flow it sends (the moment it handed the
+staged data to the transport) and when each flow it receives became
+available (the moment the receive completed). Neither side alone knows a
+flow's completion time, so every rank keeps a :class:`LocalRecord` per call and
+one place (a test, the RTuner leader) joins the records of all ranks with
+:func:`assemble_trace`. Times are ``time.monotonic()`` seconds (CLOCK_MONOTONIC,
+shared by all processes of one machine, network namespaces included); ranks
+on different machines need synchronised clocks, or ``clock_offset`` (seconds to
+add to this rank's times to get the reference clock).
+
+Source: REACT §6.1 ("timing events before and after each peer-to-peer
+operation") and §6.2 (FCTs gathered at the leader).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..pattern import CollectivePattern
+from ..trace import EpochTrace
+
+__all__ = ["LocalRecord", "assemble_trace", "merge_traces"]
+
+
+@dataclass
+class LocalRecord:
+    """One rank's view of one call of a collective.
+
+    Attributes:
+        rank: the rank that recorded it.
+        epoch: epoch number the call belongs to.
+        enter, exit: when the call began and returned (seconds, monotonic clock).
+        sent: flow ids this rank sent, shape ``(s,)``; ``sent_start`` their
+            start times, ``sent_bytes`` their sizes in bytes.
+        recv: flow ids this rank received, shape ``(r,)``; ``recv_end`` the
+            times their data was available here.
+        message_bytes: the whole message in bytes.
+        digest: the pattern's digest (see ``RCollective``), to check that all
+            records of one call ran the same pattern.
+    """
+
+    rank: int
+    epoch: int
+    enter: float
+    exit: float
+    sent: np.ndarray
+    sent_start: np.ndarray
+    sent_bytes: np.ndarray
+    recv: np.ndarray
+    recv_end: np.ndarray
+    message_bytes: int
+    digest: int = 0
+    clock_offset: float = 0.0
+
+
+def assemble_trace(pattern: CollectivePattern, records: list[LocalRecord]) -> EpochTrace:
+    """Join the records of all ranks of one call into an :class:`EpochTrace`.
+
+    Times in the trace are seconds from the earliest ``enter`` of any rank. A
+    flow's start comes from its sender and its end from its receiver; a flow
+    that carried no data (all its chunks empty) gets start = end = its sender's
+    ``enter``. ``duration`` is the latest ``exit`` minus the earliest ``enter``.
+
+    Raises:
+        ValueError: records of different epochs or digests, a rank missing or
+            repeated, or a flow that no record started or ended although it
+            carried data.
+    """
+    p = pattern
+    N, F = p.num_ranks, p.num_flows
+    ranks = sorted(r.rank for r in records)
+    if ranks != list(range(N)):
+        raise ValueError(f"assemble_trace: need one record from each of ranks 0..{N - 1}, got ranks {ranks}")
+    epochs = {r.epoch for r in records}
+    digests = {r.digest for r in records}
+    if len(epochs) != 1 or len(digests) != 1:
+        raise ValueError(f"assemble_trace: records disagree on epoch {sorted(epochs)} or pattern digest "
+                         f"{sorted(digests)}")
+    off = {r.rank: r.clock_offset for r in records}
+    t0 = min(r.enter + r.clock_offset for r in records)
+    enter = np.array([r.enter + r.clock_offset for r in sorted(records, key=lambda r: r.rank)]) - t0
+    start = enter[p.src].copy()
+    end = np.full(F, np.nan)
+    nbytes = np.zeros(F)
+    for r in records:
+        if r.sent.size:
+            start[r.sent] = r.sent_start + off[r.rank] - t0
+            nbytes[r.sent] = r.sent_bytes
+        if r.recv.size:
+            end[r.recv] = r.recv_end + off[r.rank] - t0
+    empty = nbytes == 0
+    end[empty & np.isnan(end)] = start[empty & np.isnan(end)]
+    if np.isnan(end).any():
+        f = int(np.flatnonzero(np.isnan(end))[0])
+        raise ValueError(f"assemble_trace: flow {f} ({p.src[f]}->{p.dst[f]}, step {p.step[f]}) was sent but "
+                         f"no receive time was recorded")
+    end = np.maximum(end, start)
+    duration = max(r.exit + r.clock_offset for r in records) - t0
+    rec = records[0]
+    return EpochTrace(rec.epoch, p, float(rec.message_bytes), start, end, nbytes, float(duration),
+                      meta={"executor": "rcollective", "enter": enter})
+
+
+def merge_traces(traces: list[EpochTrace]) -> EpochTrace:
+    """Several calls of one pattern in one epoch (e.g. the gradient buckets of one
+    training step) as one trace.
+
+    Bytes and FCTs add up per flow: flow ``f`` starts where it started in the
+    first call and ends after the sum of its FCTs, so its throughput is total
+    bytes over total time. ``duration`` and ``message_bytes`` add up too.
+
+    Raises:
+        ValueError: empty list, or traces of different patterns.
+    """
+    if not traces:
+        raise ValueError("merge_traces: no traces")
+    if len(traces) == 1:
+        return traces[0]
+    p = traces[0].pattern
+    if any(t.pattern is not p and t.pattern != p for t in traces[1:]):
+        raise ValueError("merge_traces: the traces ran different patterns")
+    fct = np.sum([t.fct for t in traces], axis=0)
+    start = traces[0].start
+    return EpochTrace(traces[0].epoch, p, float(sum(t.message_bytes for t in traces)), start, start + fct,
+                      np.sum([t.flow_bytes for t in traces], axis=0), float(sum(t.duration for t in traces)),
+                      meta={"executor": "rcollective", "calls": len(traces)})
