@@ -244,17 +244,21 @@ class SpineLeafGeometry:
 
 def fabric_topology(geometry, link_rate: float = DEFAULT_LINK_RATE,
                     hop_latency: float = DEFAULT_HOP_LATENCY):
-    """A :class:`reactccl.topology.Topology` for a torus or HyperX geometry: one host per
-    node (node ``i`` is host ``i``), every link with ``capacity`` = ``link_rate`` (bit/s)
-    and ``latency`` = ``hop_latency`` (s).
+    """A :class:`reactccl.topology.Topology` for a torus or HyperX geometry: node ``i`` is
+    host ``i`` (named ``n{i}``, no switches), and link ``k`` of the geometry is link ``k`` of
+    the topology (edges are inserted in link-id order), each with ``capacity`` =
+    ``link_rate`` (bit/s) and ``latency`` = ``hop_latency`` (s; §7.1 counts 100 ns link +
+    300 ns router per hop, which a direct network charges per link).
 
     Raises:
-        ValueError: a non-positive rate or latency, or a geometry without node-to-node links.
-        ImportError: the Topology class is not available.
+        ValueError: a non-positive rate, a negative latency, or another kind of geometry.
     """
-    if link_rate <= 0 or hop_latency < 0:
+    import networkx as nx
+
+    from .graph import Topology
+
+    if not link_rate > 0 or not hop_latency >= 0:
         raise ValueError(f"link_rate must be > 0 and hop_latency >= 0, got {link_rate}, {hop_latency}")
-    from . import Topology  # the shared graph class (reactccl/topology)
     if isinstance(geometry, TorusGeometry):
         tail, head = geometry.link_ends()
     elif isinstance(geometry, HyperXGeometry):
@@ -267,5 +271,9 @@ def fabric_topology(geometry, link_rate: float = DEFAULT_LINK_RATE,
         head = geometry.node(c)
     else:
         raise ValueError(f"fabric_topology: expected a torus or HyperX geometry, got {type(geometry).__name__}")
-    return Topology.from_links(geometry.name, geometry.num_nodes, tail, head,
-                               capacity=link_rate, latency=hop_latency)
+    g = nx.DiGraph()
+    g.add_nodes_from((f"n{i}", {"kind": "host"}) for i in range(geometry.num_nodes))
+    g.add_edges_from((f"n{u}", f"n{v}", {"capacity": float(link_rate), "latency": float(hop_latency)})
+                     for u, v in zip(tail.tolist(), head.tolist()))
+    name = geometry.name.replace(" ", ":")
+    return Topology(g, name=name)

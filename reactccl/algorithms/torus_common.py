@@ -1,0 +1,223 @@
+"""Shared machinery of the tree-family schedules (SP-allreduce, k-SP, Bucket, Swing, Trivance).
+
+Everything here works on flat flow arrays ``(chunk, step, src, dst, op)`` with one chunk
+per flow (a chunk is its own chunk graph, so flows of different chunks on the same link
+in the same round stay separate flows; the cost model adds them up per link and round).
+
+* :func:`tree_schedule` — one rooted tree as an AllReduce for one chunk: nodes at depth
+  ``h`` send to their parent in round ``h(T) - h + 1`` (reduce), then the root's result
+  goes back down, depth ``h`` receiving in round ``h(T) + h`` (copy). SP-allreduce §3.1.
+* :func:`symmetrize` — images of a one-chunk schedule under a group of node permutations,
+  one chunk per group element (the tree-symmetrisation of SP-allreduce §3).
+* :func:`intree_allreduce` — per-chunk reduce in-trees given as ``(parent, send_step)``
+  tables, mirrored into the allgather (used by Bucket, Swing-B, Trivance-B).
+* :func:`torus_group` — the subgroup Γ of torus automorphisms of §3.1 / §6.1.
+* :func:`assemble` — flat arrays to a checked :class:`CollectivePattern`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..pattern import CollectivePattern, PatternError
+from ..topology.torus import TorusGeometry
+
+__all__ = ["FlowArrays", "tree_schedule", "symmetrize", "intree_allreduce", "mirror_allgather",
+           "torus_group", "bfs_tree", "tree_depth", "assemble", "parse_shape"]
+
+FlowArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""``(chunk, step, src, dst, op)``, each shape ``(F,)``; op 0 reduce, 1 copy."""
+
+
+def parse_shape(num_ranks: int, shape: Sequence[int] | None, dims: int = 2) -> tuple[int, ...]:
+    """The torus shape for ``num_ranks`` ranks: ``shape`` if given (its product must equal
+    ``num_ranks``), else the equal-sided ``n^dims`` with ``n**dims == num_ranks``.
+
+    Raises:
+        PatternError: no such shape.
+    """
+    if shape is not None:
+        shape = tuple(int(v) for v in shape)
+        if int(np.prod(shape)) != num_ranks:
+            raise PatternError(f"shape {shape} has {int(np.prod(shape))} nodes, not num_ranks={num_ranks}")
+        return shape
+    n = int(round(num_ranks ** (1.0 / dims)))
+    for cand in (n - 1, n, n + 1):
+        if cand >= 1 and cand ** dims == num_ranks:
+            return (cand,) * dims
+    raise PatternError(f"num_ranks={num_ranks} is not an equal-sided {dims}-D torus; pass shape=(...)")
+
+
+def tree_depth(parent: np.ndarray) -> np.ndarray:
+    """Depth of every node of a rooted tree given as a parent array (root: -1), shape ``(p,)``.
+
+    Raises:
+        PatternError: not exactly one root, or a cycle.
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    p = len(parent)
+    roots = np.flatnonzero(parent < 0)
+    if len(roots) != 1:
+        raise PatternError(f"tree: expected one root (parent -1), found {len(roots)}")
+    depth = np.full(p, -1, dtype=np.int64)
+    depth[roots[0]] = 0
+    par = np.maximum(parent, 0)
+    for _ in range(p):
+        new = (depth < 0) & (depth[par] >= 0)
+        if not new.any():
+            break
+        depth[new] = depth[par[new]] + 1
+    if (depth >= 0).all():
+        return depth
+    raise PatternError("tree: the parent array has a cycle")
+
+
+def tree_schedule(parent: np.ndarray, rounds: int | None = None) -> tuple[np.ndarray, ...]:
+    """A one-chunk AllReduce along a rooted tree (reduce to the root, copy back down).
+
+    Args:
+        parent: parent of each node, root -1, shape ``(p,)``.
+        rounds: reduce rounds (default the tree's depth h(T); a larger value delays
+            nothing, it only shifts the broadcast).
+
+    Returns:
+        ``(step, src, dst, op)`` of the ``2(p-1)`` flows. Node at depth ``h`` sends up at
+        step ``R - h`` and receives down at step ``R + h - 1`` (R = rounds).
+
+    Example (path 2 - 1 - 0, root 0)::
+
+        >>> tree_schedule(np.array([-1, 0, 1]))[:3]   # steps, srcs, dsts
+        (array([0, 1, 2, 3]), array([2, 1, 0, 1]), array([1, 0, 1, 2]))
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    depth = tree_depth(parent)
+    R = int(depth.max()) if rounds is None else int(rounds)
+    if R < depth.max():
+        raise PatternError(f"tree_schedule: {R} rounds is less than the tree depth {depth.max()}")
+    u = np.flatnonzero(parent >= 0)
+    up = R - depth[u]
+    down = R + depth[u] - 1
+    step = np.concatenate([up, down])
+    src = np.concatenate([u, parent[u]])
+    dst = np.concatenate([parent[u], u])
+    op = np.concatenate([np.zeros(len(u), np.int8), np.ones(len(u), np.int8)])
+    order = np.argsort(step, kind="stable")
+    return step[order], src[order], dst[order], op[order]
+
+
+def symmetrize(base: tuple[np.ndarray, ...], perms: np.ndarray, chunk_offset: int = 0) -> FlowArrays:
+    """Images of a one-chunk schedule under node permutations, one chunk per permutation.
+
+    Args:
+        base: ``(step, src, dst, op)`` of the schedule of one chunk, each shape ``(B,)``.
+        perms: shape ``(G, p)``; ``perms[g, u]`` is the image of node u under element g.
+        chunk_offset: id of the chunk of ``perms[0]``.
+
+    Returns:
+        Flow arrays with ``G * B`` flows; chunk ``chunk_offset + g`` follows ``g(base)``.
+    """
+    step, src, dst, op = (np.asarray(a) for a in base)
+    G = perms.shape[0]
+    chunk = np.repeat(np.arange(G, dtype=np.int64) + chunk_offset, len(step))
+    return (chunk, np.tile(step, G), perms[:, src].reshape(-1), perms[:, dst].reshape(-1), np.tile(op, G))
+
+
+def mirror_allgather(step: np.ndarray, src: np.ndarray, dst: np.ndarray, rs_rounds: int):
+    """The allgather that undoes a reduce-scatter: each reduce flow ``(t, u -> v)`` becomes a
+    copy ``(2R - 1 - t, v -> u)``. Returns ``(step, src, dst)``."""
+    return 2 * rs_rounds - 1 - step, dst, src
+
+
+def intree_allreduce(parent: np.ndarray, send_step: np.ndarray, rs_rounds: int,
+                     chunk_ids: np.ndarray | None = None) -> FlowArrays:
+    """AllReduce flows from per-chunk reduce in-trees, allgather mirrored.
+
+    Args:
+        parent: shape ``(C, p)``; ``parent[c, u]`` is where u sends its partial of chunk c
+            (-1 at the chunk's root, which sends nothing).
+        send_step: shape ``(C, p)``; the step of that send (ignored at the root).
+        rs_rounds: R, the number of reduce-scatter steps; allgather steps are R..2R-1.
+        chunk_ids: chunk id of each row (default 0..C-1).
+
+    Returns:
+        Flow arrays (reduce-scatter then allgather), ``2 * (number of sends)`` flows.
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    C, p = parent.shape
+    c, u = np.nonzero(parent >= 0)
+    ids = np.arange(C) if chunk_ids is None else np.asarray(chunk_ids)
+    t = np.asarray(send_step)[c, u]
+    v = parent[c, u]
+    if (t < 0).any() or (t >= rs_rounds).any():
+        raise PatternError(f"intree_allreduce: send steps must lie in 0..{rs_rounds - 1}")
+    ts, ss, ds = mirror_allgather(t, u, v, rs_rounds)
+    n = len(t)
+    return (np.concatenate([ids[c], ids[c]]), np.concatenate([t, ts]), np.concatenate([u, ss]),
+            np.concatenate([v, ds]), np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8)]))
+
+
+def torus_group(geom: TorusGeometry, reflect: bool = True, shifts: bool = True) -> np.ndarray:
+    """Node permutations of the torus subgroup Γ = {u -> x + ε ρ^j(u)} (SP-allreduce §3.1).
+
+    Args:
+        geom: the torus; cyclic coordinate shifts ρ need equal sides.
+        reflect: include ε = -1 (global reflection u -> -u).
+        shifts: include the d cyclic shifts ρ^j (ρ(u_1..u_d) = (u_2..u_d, u_1)).
+
+    Returns:
+        ``perms``, shape ``(|Γ|, p)``, element index ``(e * J + j) * p + x`` where e indexes
+        ε ∈ (+1, -1), j the shift and x the translation (node id). |Γ| = 2·d·n^d with both.
+
+    Raises:
+        PatternError: shifts on a torus with unequal sides.
+    """
+    d, p = geom.d, geom.num_nodes
+    if shifts and d > 1 and len(set(geom.shape)) != 1:
+        raise PatternError(f"torus_group: cyclic coordinate shifts need equal sides, got {geom.shape}")
+    c = geom.coords()
+    x = geom.coords()
+    out = []
+    for eps in ((1, -1) if reflect else (1,)):
+        for j in (range(d) if shifts else (0,)):
+            img = eps * np.roll(c, -j, axis=1)  # ρ^j then ε
+            out.append(geom.node(img[None, :, :] + x[:, None, :]))  # (x, u)
+    return np.concatenate(out, axis=0).astype(np.int64)
+
+
+def bfs_tree(geom: TorusGeometry, root: int = 0) -> np.ndarray:
+    """A BFS (shortest-path) tree of the torus rooted at ``root``: each node's parent is the
+    neighbour one step closer along the dimension with the largest remaining |offset|
+    (lowest dimension on ties), so the tree fans out evenly (cf. SP-allreduce Fig. 1a).
+
+    Returns:
+        parent array, shape ``(p,)``, root -1; depth of node u = its distance to the root.
+    """
+    nodes = np.arange(geom.num_nodes)
+    off = geom.offsets(np.full(len(nodes), root), nodes)  # root -> u
+    k = np.argmax(np.abs(off), axis=1)
+    c = geom.coords(nodes)
+    c[nodes, k] -= np.sign(off[nodes, k])
+    parent = geom.node(c)
+    parent[root] = -1
+    return parent
+
+
+def assemble(num_ranks: int, flows: FlowArrays, chunk_size: np.ndarray | None = None,
+             name: str = "", num_chunks: int | None = None) -> CollectivePattern:
+    """An AllReduce pattern from flow arrays (one chunk per flow, chunk = its own graph),
+    flows sorted by (step, chunk).
+
+    Args:
+        chunk_size: fraction of the message per chunk (default equal sizes).
+        num_chunks: C (default 1 + the largest chunk id).
+    """
+    chunk, step, src, dst, op = flows
+    C = int(chunk.max()) + 1 if num_chunks is None else int(num_chunks)
+    size = np.full(C, 1.0 / C) if chunk_size is None else np.asarray(chunk_size, dtype=np.float64)
+    order = np.lexsort((src, chunk, step))
+    F = len(order)
+    return CollectivePattern.from_arrays(
+        "allreduce", num_ranks, size, np.arange(C), step[order], src[order], dst[order], op[order],
+        np.arange(F + 1), chunk[order], name=name)
