@@ -14,6 +14,7 @@ _MODULES = [
     # issue 2 generators
     "tree", "ring", "recursive", "binomial",
     # issue 5 generators
+    "sp_allreduce",
 ]
 
 for _m in _MODULES:

@@ -4,3 +4,4 @@ Knows nothing of executors.
 """
 
 from .alphabeta import AlphaBetaSchedule, alpha_beta_schedule, hockney_step_times, hockney_time  # noqa: E402,F401
+from .deficiency import Deficiency, deficiency, link_loads, min_volume, round_times  # noqa: E402,F401
