@@ -1,0 +1,288 @@
+"""Background traffic and degraded links: the congestion scenarios of REACT §7.1, §7.3.1, §7.3.4.
+
+Concrete traffic is :class:`LongLived` (always sending, REACT's "external
+flows") and :class:`Bulk` (a burst of bytes every period on a clock that runs
+across epochs, like the testbed's 1 GB RDMA ping-pong, §7.2). Scenario specs
+pick hosts relative to a job's placement and are resolved with a seeded rng:
+:class:`IntoRanks` / :class:`OutOfRanks` (p flows between an outside host and
+each chosen rank) and :class:`RandomPairs` (x random (rank, outside host) pairs
+with p flows each, §7.3.1). :func:`parse_background` and :func:`parse_degrade`
+read the command-line forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..topology import Topology, TopologyError, UnitError, parse_rate, parse_size, parse_time
+
+__all__ = ["LongLived", "Bulk", "IntoRanks", "OutOfRanks", "RandomPairs", "BackgroundError",
+           "resolve_background", "parse_background", "parse_degrade", "random_degrade"]
+
+HostRef = int | str
+
+
+class BackgroundError(ValueError):
+    """A background or degrade spec is wrong; the message names the field."""
+
+
+@dataclass(frozen=True)
+class LongLived:
+    """``count`` long-lived flows (infinite bytes) from host ``src`` to host ``dst`` (ids or names)."""
+
+    src: HostRef
+    dst: HostRef
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class Bulk:
+    """A flow of ``nbytes`` from ``src`` to ``dst`` starting at ``phase + k * period`` (s) on the
+    global clock, k = 0, 1, ...; a burst still sending when an epoch ends carries on into the next."""
+
+    src: HostRef
+    dst: HostRef
+    nbytes: float
+    period: float
+    phase: float = 0.0
+
+
+@dataclass(frozen=True)
+class IntoRanks:
+    """For each rank in ``ranks``: ``p`` long-lived flows from one random outside host into it."""
+
+    ranks: tuple[int, ...]
+    p: int = 1
+
+
+@dataclass(frozen=True)
+class OutOfRanks:
+    """For each rank in ``ranks``: ``p`` long-lived flows from it to one random outside host."""
+
+    ranks: tuple[int, ...]
+    p: int = 1
+
+
+@dataclass(frozen=True)
+class RandomPairs:
+    """``x`` distinct random job ranks, each paired with a random outside host, ``p`` flows per pair.
+
+    ``direction="out"`` (REACT §7.3.1: sources among the job's nodes, destinations
+    among the remaining nodes) or ``"in"``.
+    """
+
+    x: int
+    p: int = 1
+    direction: str = "out"
+
+
+Background = LongLived | Bulk | IntoRanks | OutOfRanks | RandomPairs
+
+
+def _outside(topology: Topology, placement: np.ndarray) -> np.ndarray:
+    out = np.setdiff1d(np.arange(topology.num_hosts), placement)
+    if out.size == 0:
+        raise BackgroundError(f"background: every host of {topology.name} runs a rank; "
+                              "no outside host can send external flows")
+    return out
+
+
+def _check_ranks(ranks: Iterable[int], n: int) -> list[int]:
+    ranks = [int(r) for r in ranks]
+    for r in ranks:
+        if not 0 <= r < n:
+            raise BackgroundError(f"background: rank {r} out of range 0..{n - 1}")
+    return ranks
+
+
+def _check_p(p: int, name: str = "p") -> int:
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
+        raise BackgroundError(f"background: {name} must be an integer >= 1, got {p!r}")
+    return int(p)
+
+
+def resolve_background(specs: Sequence[Background], topology: Topology, placement: np.ndarray,
+                       seed: int = 0) -> tuple[list[tuple[int, int]], list[Bulk]]:
+    """Concrete background traffic for a job placed on ``placement`` (host ids, shape ``(N,)``).
+
+    Returns:
+        ``(long_lived, bulks)``: one ``(src_host, dst_host)`` per long-lived flow
+        (a pair appears ``p`` times for ``p`` flows) and the bulk sources with host ids.
+        Random choices use ``numpy.random.default_rng([seed, 1])`` in spec order.
+
+    Raises:
+        BackgroundError: bad ranks/counts, no outside host, a flow from a host to itself.
+        TopologyError: unknown host.
+    """
+    rng = np.random.default_rng([int(seed), 1])
+    placement = np.asarray(placement, dtype=np.int64)
+    n = len(placement)
+    flows: list[tuple[int, int]] = []
+    bulks: list[Bulk] = []
+    for spec in specs:
+        if isinstance(spec, LongLived):
+            s, d = topology.host_id(spec.src), topology.host_id(spec.dst)
+            flows += [(s, d)] * _check_p(spec.count, "count")
+        elif isinstance(spec, Bulk):
+            s, d = topology.host_id(spec.src), topology.host_id(spec.dst)
+            if not (spec.nbytes > 0 and spec.period > 0 and spec.phase >= 0):
+                raise BackgroundError(f"bulk: bytes and period must be > 0 and phase >= 0, got {spec}")
+            bulks.append(Bulk(s, d, float(spec.nbytes), float(spec.period), float(spec.phase)))
+        elif isinstance(spec, (IntoRanks, OutOfRanks)):
+            p = _check_p(spec.p)
+            out = _outside(topology, placement)
+            for r in _check_ranks(spec.ranks, n):
+                h = int(rng.choice(out))
+                pair = (h, int(placement[r])) if isinstance(spec, IntoRanks) else (int(placement[r]), h)
+                flows += [pair] * p
+        elif isinstance(spec, RandomPairs):
+            p, x = _check_p(spec.p), _check_p(spec.x, "x")
+            if spec.direction not in ("in", "out"):
+                raise BackgroundError(f"pairs: dir must be 'in' or 'out', got {spec.direction!r}")
+            if x > n:
+                raise BackgroundError(f"pairs: x={x} pairs need {x} distinct ranks but the job has {n}")
+            out = _outside(topology, placement)
+            ranks = rng.choice(n, size=x, replace=False)
+            hosts = rng.choice(out, size=x, replace=x > out.size)
+            for r, h in zip(ranks.tolist(), hosts.tolist()):
+                pair = (int(placement[r]), h) if spec.direction == "out" else (h, int(placement[r]))
+                flows += [pair] * p
+        else:
+            raise BackgroundError(f"background: unknown spec {spec!r}")
+    for s, d in flows + [(b.src, b.dst) for b in bulks]:
+        if s == d:
+            raise BackgroundError(f"background: a flow from host {topology.hosts[s]!r} to itself")
+    return flows, bulks
+
+
+# ------------------------------------------------------------------ text forms
+def _kv(parts: Sequence[str], spec: str, allowed: set[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in parts:
+        for item in filter(None, part.split(",")):
+            k, eq, v = item.partition("=")
+            k = k.strip().lower()
+            if not eq or not v.strip():
+                raise BackgroundError(f"{spec!r}: expected KEY=VALUE, got {item!r}")
+            if k not in allowed:
+                raise BackgroundError(f"{spec!r}: unknown field {k!r}; allowed: {', '.join(sorted(allowed))}")
+            out[k] = v.strip()
+    return out
+
+
+def _int(value: str, field: str, spec: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise BackgroundError(f"{spec!r}: field {field!r} must be an integer, got {value!r}") from None
+
+
+def _host(value: str, placement: np.ndarray | None, spec: str, field: str) -> HostRef:
+    """``h20`` (host name), ``20`` (host id) or ``r3`` (the host of job rank 3)."""
+    v = value.strip()
+    if v[:1].lower() == "r" and v[1:].isdigit():
+        r = int(v[1:])
+        if placement is None or not 0 <= r < len(placement):
+            raise BackgroundError(f"{spec!r}: field {field!r}: no job rank {r}")
+        return int(placement[r])
+    return int(v) if v.isdigit() else v
+
+
+def parse_background(spec: str, placement: np.ndarray | None = None) -> Background:
+    """One background spec from text.
+
+    Forms: ``into:3:p=2`` (p flows into rank 3; ``into:3,5:p=1`` for several ranks),
+    ``out:3:p=1``, ``pairs:x=4:p=2[:dir=in]``, ``flow:src=h16,dst=r3[,count=2]``
+    (long-lived between hosts; ``rN`` = the host of rank N),
+    ``bulk:src=h20,dst=h3,bytes=50MB,period=2ms[,phase=0.5ms]``.
+
+    Raises:
+        BackgroundError: naming the bad kind or field.
+    """
+    text = str(spec).strip()
+    kind, _, rest = text.partition(":")
+    kind = kind.lower()
+    parts = rest.split(":") if rest else []
+    try:
+        if kind in ("into", "out"):
+            if not parts or "=" in parts[0]:
+                raise BackgroundError(f"{text!r}: give the ranks first, e.g. {kind}:3:p=2")
+            ranks = tuple(_int(r, "ranks", text) for r in parts[0].split(",") if r.strip())
+            kv = _kv(parts[1:], text, {"p"})
+            p = _int(kv.get("p", "1"), "p", text)
+            return IntoRanks(ranks, p) if kind == "into" else OutOfRanks(ranks, p)
+        if kind == "pairs":
+            kv = _kv(parts, text, {"x", "p", "dir"})
+            if "x" not in kv:
+                raise BackgroundError(f"{text!r}: missing field 'x' (e.g. pairs:x=4:p=2)")
+            return RandomPairs(_int(kv["x"], "x", text), _int(kv.get("p", "1"), "p", text),
+                               kv.get("dir", "out").lower())
+        if kind in ("flow", "bulk"):
+            allowed = {"src", "dst", "count"} if kind == "flow" else {"src", "dst", "bytes", "period", "phase"}
+            kv = _kv(parts, text, allowed)
+            need = ["src", "dst"] + (["bytes", "period"] if kind == "bulk" else [])
+            for f in need:
+                if f not in kv:
+                    raise BackgroundError(f"{text!r}: missing field {f!r}")
+            src, dst = _host(kv["src"], placement, text, "src"), _host(kv["dst"], placement, text, "dst")
+            if kind == "flow":
+                return LongLived(src, dst, _int(kv.get("count", "1"), "count", text))
+            phase = parse_time(kv["phase"], "phase") if "phase" in kv else 0.0
+            return Bulk(src, dst, parse_size(kv["bytes"], "bytes"), parse_time(kv["period"], "period"), phase)
+    except UnitError as exc:
+        raise BackgroundError(f"{text!r}: {exc}") from None
+    raise BackgroundError(f"{text!r}: unknown background kind {kind!r}; expected into, out, pairs, flow or bulk")
+
+
+def random_degrade(topology: Topology, k: int, rate: float, seed: int = 0) -> dict[int, float]:
+    """``k`` random cables (both directions) set to ``rate`` bit/s (REACT §7.3.4: gray failures
+    anywhere in the fabric). Draws with ``numpy.random.default_rng([seed, 2])``.
+
+    Raises:
+        BackgroundError: k < 1 or more than the topology's cables.
+    """
+    cables = topology.cables()
+    k = _check_p(k, "k")
+    if k > len(cables):
+        raise BackgroundError(f"degrade: k={k} but {topology.name} has {len(cables)} cables")
+    rng = np.random.default_rng([int(seed), 2])
+    pick = cables[np.sort(rng.choice(len(cables), size=k, replace=False))]
+    return {int(l): float(rate) for l in pick.reshape(-1) if l >= 0}
+
+
+def parse_degrade(spec: str, topology: Topology, seed: int = 0) -> dict[int, float]:
+    """Degraded links from text: ``random:k=2:rate=30G`` (k random cables, both directions)
+    or ``link=12:rate=30G`` (one directed link; ``link=12,13`` for several).
+
+    Returns:
+        ``{link_id: bit/s}`` for :meth:`Topology.degraded`.
+
+    Raises:
+        BackgroundError: naming the bad field.
+    """
+    text = str(spec).strip()
+    parts = text.split(":")
+    try:
+        if parts[0].lower() == "random":
+            kv = _kv(parts[1:], text, {"k", "rate"})
+            for f in ("k", "rate"):
+                if f not in kv:
+                    raise BackgroundError(f"{text!r}: missing field {f!r} (e.g. random:k=2:rate=30G)")
+            return random_degrade(topology, _int(kv["k"], "k", text), parse_rate(kv["rate"]), seed)
+        kv = _kv([p.replace(",", ";") if p.lower().startswith("link=") else p for p in parts], text,
+                 {"link", "rate"})
+        if "link" not in kv or "rate" not in kv:
+            raise BackgroundError(f"{text!r}: expected random:k=K:rate=R or link=ID:rate=R")
+        rate = parse_rate(kv["rate"])
+        out = {}
+        for item in kv["link"].split(";"):
+            lid = _int(item, "link", text)
+            if not 0 <= lid < topology.num_links:
+                raise BackgroundError(f"{text!r}: field 'link': id {lid} out of range 0..{topology.num_links - 1}")
+            out[lid] = rate
+        return out
+    except (UnitError, TopologyError) as exc:
+        raise BackgroundError(f"{text!r}: {exc}") from None

@@ -1,0 +1,243 @@
+"""The event-driven fluid core: flows start, share links max-min fairly, finish, and arrive.
+
+A flow is a path (link ids), a byte count (``inf`` for a long-lived flow) and a
+path latency. It is *released* at a time or when its last dependency has
+arrived; it then sends at its max-min fair rate until its last byte is out
+(``send_end``) and its data arrives ``latency`` seconds later (``end``). So an
+uncontended flow takes ``latency + bytes * 8 / min capacity``.
+
+Events at equal times (within 1e-12 relative) are handled as one batch, after
+which rates are recomputed only in the connected component(s) of the
+flow-link graph that the batch touched: other flows keep their rates and their
+pending finish events. A flow alone on its links gets its path's smallest
+capacity without any water-filling; larger components use the vectorised
+:func:`~reactccl.netsim.maxmin.max_min_rates`. Per-flow state lives in Python
+lists (scalar access is several times faster than numpy item access).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+
+from .maxmin import max_min_rates
+
+__all__ = ["FluidEngine", "SimulationError"]
+
+_SEND_DONE, _ARRIVE, _RELEASE, _PERIODIC = 0, 1, 2, 3
+_TIME_TOL = 1e-12
+_RATE_TOL = 1e-12
+
+
+class SimulationError(RuntimeError):
+    """The simulation cannot finish (e.g. a flow waits on a dependency that never arrives)."""
+
+
+class FluidEngine:
+    """One run of the fluid network from time 0 until every *watched* flow has arrived.
+
+    Args:
+        capacity: link capacities in bit/s, shape ``(L,)``.
+
+    Use :meth:`add_flows` (and :meth:`add_periodic` for on/off sources), then :meth:`run`.
+    After the run, ``start``, ``send_end`` and ``end`` hold per-flow times (``nan`` if
+    not reached) and :meth:`unfinished` lists flows still sending with their bytes left.
+    """
+
+    def __init__(self, capacity: np.ndarray) -> None:
+        self.cap = np.asarray(capacity, dtype=np.float64)
+        self.cap_list = self.cap.tolist()
+        self.link_flows: list[set[int]] = [set() for _ in range(len(self.cap))]
+        self.paths: list[tuple[int, ...]] = []
+        self.pathcap: list[float] = []
+        self.latency: list[float] = []
+        self.rem: list[float] = []
+        self.rate: list[float] = []
+        self.tlast: list[float] = []
+        self.version: list[int] = []
+        self.waiting: list[int] = []
+        self.children: list[Sequence[int]] = []
+        self.watched: list[bool] = []
+        self.start: list[float] = []
+        self.send_end: list[float] = []
+        self.end: list[float] = []
+        self.periodic: list[tuple[tuple[int, ...], float, float, float]] = []
+        self.next_periodic: list[float] = []
+        self.origin: dict[int, int] = {}  # flow id -> periodic source that emitted it
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.pending = 0  # watched flows not yet arrived
+        self.time = 0.0
+        self.events = 0
+        self.batches = 0
+
+    # ------------------------------------------------------------------ input
+    def add_flows(self, paths: Sequence[Sequence[int]], nbytes: Sequence[float], latency: Sequence[float],
+                  waiting: Sequence[int], children: Sequence[Sequence[int]], release: Sequence[float],
+                  watched: bool) -> int:
+        """Add flows; returns the id of the first (ids are consecutive).
+
+        Args:
+            paths: link ids per flow (non-empty).
+            nbytes: bytes per flow (``inf``: never finishes).
+            latency: path latency per flow in seconds.
+            waiting: number of dependencies per flow; a flow with 0 starts at ``release``.
+            children: per flow, the ids (global, i.e. already offset) of the flows that
+                depend on it.
+            release: start time of flows with no dependencies (``inf``: only via deps).
+            watched: the run ends once all watched flows have arrived.
+
+        Raises:
+            SimulationError: an empty path.
+        """
+        first = len(self.paths)
+        for k, p in enumerate(paths):
+            if len(p) == 0:
+                raise SimulationError(f"flow {first + k}: empty path (source and destination on one host)")
+        n = len(paths)
+        self.paths.extend(tuple(p) for p in paths)
+        caps = self.cap_list
+        self.pathcap.extend(min(caps[l] for l in p) for p in self.paths[first:])
+        self.latency.extend(float(x) for x in latency)
+        self.rem.extend(float(b) * 8.0 for b in nbytes)  # bits left
+        self.rate.extend([0.0] * n)
+        self.tlast.extend([0.0] * n)
+        self.version.extend([0] * n)
+        self.waiting.extend(int(w) for w in waiting)
+        self.children.extend(children)
+        self.watched.extend([watched] * n)
+        nan = float("nan")
+        self.start.extend([nan] * n)
+        self.send_end.extend([nan] * n)
+        self.end.extend([nan] * n)
+        if watched:
+            self.pending += n
+        for k in range(n):
+            if self.waiting[first + k] == 0 and release[k] != float("inf"):
+                heapq.heappush(self.heap, (float(release[k]), _RELEASE, first + k, 0))
+        return first
+
+    def add_periodic(self, path: Sequence[int], nbytes: float, latency: float, first: float,
+                     period: float) -> None:
+        """A source that starts a new flow of ``nbytes`` every ``period`` seconds from time ``first``."""
+        if len(path) == 0:
+            raise SimulationError("periodic flow: empty path")
+        idx = len(self.periodic)
+        self.periodic.append((tuple(path), float(nbytes), float(latency), float(period)))
+        self.next_periodic.append(float(first))
+        heapq.heappush(self.heap, (float(first), _PERIODIC, idx, 0))
+
+    # -------------------------------------------------------------------- run
+    def run(self) -> float:
+        """Advance until every watched flow has arrived; returns that time (s).
+
+        Raises:
+            SimulationError: events run out while watched flows are still pending.
+        """
+        heap = self.heap
+        pop = heapq.heappop
+        while self.pending > 0:
+            if not heap:
+                waiting = [i for i, w in enumerate(self.watched) if w and self.end[i] != self.end[i]]
+                raise SimulationError(f"{len(waiting)} flows can never finish (first: flow {waiting[0]}); "
+                                      "a dependency cycle or a flow with no rate")
+            t = heap[0][0]
+            limit = t + abs(t) * _TIME_TOL
+            started: list[int] = []
+            stopped: list[int] = []
+            self.batches += 1
+            while heap and heap[0][0] <= limit:
+                _, kind, i, ver = pop(heap)
+                self.events += 1
+                if kind == _SEND_DONE:
+                    if ver != self.version[i]:
+                        continue
+                    stopped.append(i)
+                    self.send_end[i] = t
+                    self.rem[i] = 0.0
+                    heapq.heappush(heap, (t + self.latency[i], _ARRIVE, i, 0))
+                elif kind == _ARRIVE:
+                    self.end[i] = t
+                    if self.watched[i]:
+                        self.pending -= 1
+                    for c in self.children[i]:
+                        self.waiting[c] -= 1
+                        if self.waiting[c] == 0:
+                            started.append(c)
+                elif kind == _RELEASE:
+                    started.append(i)
+                else:  # periodic source i emits a flow
+                    path, nbytes, lat, period = self.periodic[i]
+                    fid = self.add_flows([path], [nbytes], [lat], [1], [()], [float("inf")], False)
+                    self.origin[fid] = i
+                    started.append(fid)
+                    self.next_periodic[i] = t + period
+                    heapq.heappush(heap, (t + period, _PERIODIC, i, 0))
+            self.time = t
+            self._reschedule(t, started, stopped)
+        return self.time
+
+    def _reschedule(self, t: float, started: list[int], stopped: list[int]) -> None:
+        link_flows, paths = self.link_flows, self.paths
+        seeds: set[int] = set()
+        for i in stopped:
+            p = paths[i]
+            for l in p:
+                link_flows[l].discard(i)
+            seeds.update(p)
+            self.rate[i] = 0.0
+        for i in started:
+            p = paths[i]
+            for l in p:
+                link_flows[l].add(i)
+            seeds.update(p)
+            self.start[i] = t
+            self.tlast[i] = t
+        if not seeds:
+            return
+        # connected component(s) of the flow-link graph touched by this batch
+        comp: set[int] = set()
+        frontier, seen = seeds, set(seeds)
+        while frontier:
+            new = set().union(*(link_flows[l] for l in frontier)) - comp
+            if not new:
+                break
+            comp |= new
+            frontier = set(chain.from_iterable(paths[f] for f in new)) - seen
+            seen |= frontier
+        if not comp:
+            return
+        if len(comp) == 1:
+            flows = list(comp)
+            rates = [self.pathcap[flows[0]]]
+        else:
+            flows = sorted(comp)
+            lens = [len(paths[f]) for f in flows]
+            pl = np.fromiter(chain.from_iterable(paths[f] for f in flows), dtype=np.int64, count=sum(lens))
+            pf = np.repeat(np.arange(len(flows)), lens)
+            rates = max_min_rates(pf, pl, self.cap, len(flows)).tolist()
+        fresh = set(started)
+        rem, rate, tlast, version = self.rem, self.rate, self.tlast, self.version
+        push = heapq.heappush
+        for f, r in zip(flows, rates):
+            old = rate[f]
+            if f not in fresh and abs(r - old) <= _RATE_TOL * old:
+                continue  # unchanged: its finish event stays valid
+            left = rem[f] - old * (t - tlast[f])
+            left = left if left > 0.0 else 0.0
+            rem[f], rate[f], tlast[f] = left, r, t
+            version[f] += 1
+            if left != float("inf"):
+                push(self.heap, (t + left / r, _SEND_DONE, f, version[f]))
+
+    # ----------------------------------------------------------------- output
+    def unfinished(self) -> list[tuple[int, float]]:
+        """Flows still sending at :attr:`time`, with the bytes each has left."""
+        t = self.time
+        out = []
+        for i, p in enumerate(self.paths):
+            if self.start[i] == self.start[i] and self.send_end[i] != self.send_end[i]:
+                out.append((i, max(self.rem[i] - self.rate[i] * (t - self.tlast[i]), 0.0) / 8.0))
+        return out

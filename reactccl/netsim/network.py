@@ -1,0 +1,216 @@
+"""Executors on a simulated network: several jobs per epoch, or one job (the REACT protocol).
+
+Per epoch and job, every flow of the pattern draws one of its ``ecmp_ports``
+ports at random (REACT §7.3: "each flow ... is initialized with 4 connections
+on 4 different ports ... at each epoch, one port is chosen at random") and
+takes ``topology.ecmp_path(src_host, dst_host, (job, flow, port))``. A flow
+starts once all flows it depends on (``pattern.dependencies()``) have arrived;
+flows with no dependency start at the epoch start. Background traffic is
+resolved once (seeded) and re-injected every epoch; bulk bursts follow a global
+clock that advances by each epoch's duration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..pattern import CollectivePattern
+from ..topology import Topology
+from ..trace import EpochTrace
+from .background import Background, Bulk, resolve_background
+from .engine import FluidEngine
+
+__all__ = ["SimulatedNetwork", "SimulatedCluster", "Job"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of an epoch: its pattern, rank->host placement (shape ``(N,)``) and message size (bytes)."""
+
+    pattern: CollectivePattern
+    placement: np.ndarray
+    message_bytes: float
+
+
+def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, offset: int):
+    """Paths, bytes, latencies and dependency lists of one job's flows (ids offset by ``offset``)."""
+    p = job.pattern
+    place = job.placement
+    F = p.num_flows
+    keys = np.column_stack([np.full(F, job_id), np.arange(F), ports])
+    ptr, links = topology.ecmp_paths(place[p.src], place[p.dst], keys)
+    lat = np.add.reduceat(topology.latency[links], ptr[:-1]) if F else np.zeros(0)
+    dep_ptr, dep_idx = p.dependencies()
+    waiting = np.diff(dep_ptr)
+    owner = np.repeat(np.arange(F), waiting)
+    order = np.argsort(dep_idx, kind="stable")
+    child_ptr = np.zeros(F + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dep_idx, minlength=F), out=child_ptr[1:])
+    child = (owner[order] + offset).tolist()
+    cp = child_ptr.tolist()
+    children = [child[cp[i]:cp[i + 1]] for i in range(F)]
+    link_list = links.tolist()
+    pp = ptr.tolist()
+    paths = [link_list[pp[i]:pp[i + 1]] for i in range(F)]
+    return paths, ptr, links, p.flow_bytes(job.message_bytes), lat, waiting, children
+
+
+class SimulatedNetwork:
+    """A network that runs epochs of one or more jobs together, with background traffic.
+
+    Args:
+        topology: the network (already degraded, or pass ``degrade``).
+        background: specs (see :mod:`.background`); rank-relative ones are resolved
+            against ``reference_placement`` (default: the first job's placement at the first epoch).
+        degrade: ``{link_id: bit/s}`` capacities to lower.
+        ecmp_ports: ports per flow K (REACT §7.3 uses 4); 1 = fixed paths.
+        seed: seeds port draws (``default_rng([seed, epoch, job])``) and background choices.
+
+    Raises:
+        ValueError: ecmp_ports < 1; errors of :func:`resolve_background` and ``degraded``.
+    """
+
+    def __init__(self, topology: Topology, background: Sequence[Background] = (),
+                 degrade: Mapping[int, float] | None = None, ecmp_ports: int = 4, seed: int = 0,
+                 reference_placement: np.ndarray | None = None) -> None:
+        if isinstance(ecmp_ports, bool) or not isinstance(ecmp_ports, (int, np.integer)) or ecmp_ports < 1:
+            raise ValueError(f"ecmp_ports: expected an integer >= 1, got {ecmp_ports!r}")
+        self.topology = topology.degraded(degrade) if degrade else topology
+        self.degrade = dict(degrade or {})
+        self.background_specs = list(background)
+        self.ecmp_ports = int(ecmp_ports)
+        self.seed = int(seed)
+        self.epoch = 0
+        self.clock = 0.0  # global time at the start of the next epoch (s)
+        self._reference = None if reference_placement is None else np.asarray(reference_placement, np.int64)
+        self._resolved: tuple[list[tuple[int, int]], list[Bulk]] | None = None
+        self._bulk_next: list[float] = []
+        self._carry: list[tuple[int, float]] = []  # (bulk source, bytes left) still sending
+        self.last_stats: dict[str, float] = {}
+
+    def _background(self, placement: np.ndarray):
+        if self._resolved is None:
+            ref = self._reference if self._reference is not None else placement
+            self._resolved = resolve_background(self.background_specs, self.topology, ref, self.seed)
+            self._bulk_next = [b.phase for b in self._resolved[1]]
+        return self._resolved
+
+    @property
+    def long_lived(self) -> list[tuple[int, int]]:
+        """Resolved long-lived background flows as ``(src_host, dst_host)`` (after the first epoch)."""
+        return [] if self._resolved is None else list(self._resolved[0])
+
+    def run_jobs(self, jobs: Sequence[Job | tuple]) -> list[EpochTrace]:
+        """Run one epoch of all ``jobs`` starting together; returns one trace per job.
+
+        Each trace's ``duration`` is that job's own completion (its last flow's
+        arrival); the network's clock advances by the longest.
+
+        Raises:
+            ValueError: a placement of the wrong length or with repeated hosts.
+            SimulationError: a job that cannot finish.
+        """
+        jobs = [j if isinstance(j, Job) else Job(j[0], np.asarray(j[1], dtype=np.int64), float(j[2]))
+                for j in jobs]
+        if not jobs:
+            raise ValueError("run_jobs: no jobs")
+        for k, j in enumerate(jobs):
+            if len(j.placement) != j.pattern.num_ranks:
+                raise ValueError(f"job {k}: placement has {len(j.placement)} hosts for "
+                                 f"{j.pattern.num_ranks} ranks")
+            if len(np.unique(j.placement)) != len(j.placement):
+                raise ValueError(f"job {k}: placement repeats a host")
+            if not j.message_bytes > 0:
+                raise ValueError(f"job {k}: message_bytes must be > 0, got {j.message_bytes}")
+        topo = self.topology
+        long_lived, bulks = self._background(jobs[0].placement)
+        eng = FluidEngine(topo.capacity)
+        per_job = []
+        for k, job in enumerate(jobs):
+            F = job.pattern.num_flows
+            rng = np.random.default_rng([self.seed, self.epoch, k])
+            ports = rng.integers(self.ecmp_ports, size=F)
+            offset = len(eng.paths)
+            paths, ptr, links, nbytes, lat, waiting, children = _job_flows(topo, job, k, ports, offset)
+            eng.add_flows(paths, nbytes, lat, waiting, children, [0.0] * F, watched=True)
+            per_job.append((offset, F, ports, ptr, links, nbytes))
+        if long_lived:
+            s = np.array([a for a, _ in long_lived])
+            d = np.array([b for _, b in long_lived])
+            # each long-lived flow keeps one path for the run (its own port 0)
+            keys = np.column_stack([np.full(len(s), -1), np.arange(len(s)), np.zeros(len(s), np.int64)])
+            ptr, links = topo.ecmp_paths(s, d, keys)
+            pl = links.tolist()
+            paths = [pl[ptr[i]:ptr[i + 1]] for i in range(len(s))]
+            lat = np.add.reduceat(topo.latency[links], ptr[:-1])
+            eng.add_flows(paths, [np.inf] * len(s), lat, [0] * len(s), [()] * len(s), [0.0] * len(s), False)
+        bulk_paths = []
+        for i, b in enumerate(bulks):
+            path = topo.ecmp_path(b.src, b.dst, (-2, i, 0))
+            bulk_paths.append(path)
+            eng.add_periodic(path.tolist(), b.nbytes, topo.path_latency(path), self._bulk_next[i] - self.clock,
+                             b.period)
+        carry_first = len(eng.paths)
+        for src_idx, left in self._carry:
+            path = bulk_paths[src_idx]
+            eng.add_flows([path.tolist()], [left], [topo.path_latency(path)], [0], [()], [0.0], False)
+        carry_ids = [src for src, _ in self._carry]
+        eng.run()
+        traces = []
+        for k, (job, (offset, F, ports, ptr, links, nbytes)) in enumerate(zip(jobs, per_job)):
+            start = np.array(eng.start[offset:offset + F])
+            end = np.array(eng.end[offset:offset + F])
+            duration = float(end.max()) if F else 0.0
+            pl = links.tolist()
+            pp = ptr.tolist()
+            traces.append(EpochTrace(
+                epoch=self.epoch, pattern=job.pattern, message_bytes=job.message_bytes, start=start, end=end,
+                flow_bytes=nbytes, duration=duration,
+                paths=[np.array(pl[pp[i]:pp[i + 1]], dtype=np.int64) for i in range(F)],
+                meta={"epoch": self.epoch, "seed": self.seed, "job": k, "ports": ports,
+                      "ecmp_ports": self.ecmp_ports, "placement": job.placement,
+                      "src_host": job.placement[job.pattern.src], "dst_host": job.placement[job.pattern.dst],
+                      "topology": topo.name, "events": eng.events, "batches": eng.batches}))
+        self._save_bursts(eng, carry_first, carry_ids)
+        self.last_stats = {"events": eng.events, "batches": eng.batches, "flows": len(eng.paths)}
+        self.clock += eng.time
+        self.epoch += 1
+        return traces
+
+    def _save_bursts(self, eng: FluidEngine, carry_first: int, carry_ids: list[int]) -> None:
+        """Remember bulk bursts still sending and each source's next burst time (global clock)."""
+        source_of = dict(eng.origin)
+        source_of.update({carry_first + j: s for j, s in enumerate(carry_ids)})
+        self._carry = [(source_of[i], left) for i, left in eng.unfinished() if i in source_of]
+        self._bulk_next = [self.clock + t for t in eng.next_periodic]
+
+
+class SimulatedCluster:
+    """The single-job executor REACT drives: ``run_epoch(pattern) -> EpochTrace``.
+
+    Args:
+        topology: the network.
+        placement: host id of each rank, shape ``(N,)`` (see :func:`reactccl.topology.placement`).
+        message_bytes: the collective's message size S in bytes.
+        background, degrade, ecmp_ports, seed: as :class:`SimulatedNetwork`.
+    """
+
+    def __init__(self, topology: Topology, placement: Sequence[int] | np.ndarray, message_bytes: float,
+                 background: Sequence[Background] = (), degrade: Mapping[int, float] | None = None,
+                 ecmp_ports: int = 4, seed: int = 0) -> None:
+        self.placement = np.asarray(placement, dtype=np.int64)
+        self.message_bytes = float(message_bytes)
+        self.network = SimulatedNetwork(topology, background, degrade, ecmp_ports, seed,
+                                        reference_placement=self.placement)
+
+    @property
+    def topology(self) -> Topology:
+        """The (possibly degraded) topology the epochs run on."""
+        return self.network.topology
+
+    def run_epoch(self, pattern: CollectivePattern) -> EpochTrace:
+        """Run one epoch of ``pattern`` (positions = ranks already mapped); returns its trace."""
+        return self.network.run_jobs([Job(pattern, self.placement, self.message_bytes)])[0]
