@@ -63,6 +63,13 @@ def generate(name: str, num_ranks: int, check: bool = True, **options) -> Collec
     gen = get(name)
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
         raise PatternError(f"num_ranks: expected an integer >= 1, got {num_ranks!r}")
+    import inspect
+    params = inspect.signature(gen.func).parameters
+    if not any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values()):
+        known = [k for k in list(params)[1:]]
+        bad = [k for k in options if k not in known]
+        if bad:
+            raise PatternError(f"{name}: unknown option {bad[0]!r}; options: {', '.join(known) or 'none'}")
     pattern = gen.func(num_ranks, **options)
     if check:
         verify(pattern)
