@@ -1,0 +1,124 @@
+"""The emulated cluster for real: namespaces, shaping, congestion, launcher (root + iproute2).
+
+Rates are kept low (50-100 Mbit/s) so the shaper, not the shared CPU, is the
+bottleneck; the asserted ranges are wide enough for a loaded 2-core machine.
+Reference goodput of one TCP flow on a link of rate R with 1500-byte frames:
+R x 1448/1514 (TCP payload per Ethernet frame as htb counts it) = 0.956 R.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from reactccl.runtime.testbed import Testbed, TestbedError, measure_transfers, netns_unavailable
+from reactccl.runtime.testbed import netns as netns_mod
+from reactccl.runtime.testbed import testbed as testbed_mod
+from reactccl.runtime.testbed.state import new_prefix
+
+pytestmark = [pytest.mark.netns,
+              pytest.mark.skipif(netns_unavailable() is not None, reason=str(netns_unavailable()))]
+
+GOODPUT = 1448 / 1514
+
+
+@pytest.fixture(autouse=True)
+def private_state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("REACTCCL_TESTBED_DIR", str(tmp_path))
+
+
+def _leftovers(prefix):
+    ns = netns_mod.list_namespaces(prefix + "-")
+    procs = subprocess.run(["pgrep", "-f", "traffic.py"], capture_output=True, text=True).stdout.split()
+    return ns, [p for p in procs if int(p) != os.getpid()]
+
+
+def test_up_down_leaves_nothing(tmp_path):
+    tb = Testbed(hosts=3, rate="100mbit")
+    with tb:
+        assert tb.namespaces() == [f"{tb.prefix}-{n}" for n in ("h0", "h1", "h2", "sw")]
+        assert (tmp_path / f"{tb.prefix}.json").exists()
+        qd = subprocess.run(["tc", "-n", tb.host_ns(1), "qdisc", "show", "dev", "rcl0"],
+                            capture_output=True, text=True).stdout
+        assert "htb 1:" in qd and "bfifo 10:" in qd and "limit 256Kb" in qd
+        link = subprocess.run(["ip", "-n", tb.host_ns(2), "-br", "addr", "show", "rcl0"],
+                              capture_output=True, text=True).stdout
+        assert "10.77.0.3/16" in link
+        tb.congest(into=0, flows=2)
+        assert len(tb.namespaces()) == 6
+    assert _leftovers(tb.prefix) == ([], [])
+    assert not (tmp_path / f"{tb.prefix}.json").exists()
+    tb.down()  # twice is fine
+
+
+def test_failed_up_cleans_up(monkeypatch):
+    calls = []
+
+    def flaky(ns, dev, rate, queue):
+        calls.append(ns)
+        if len(calls) == 3:
+            raise TestbedError("injected failure")
+        return real(ns, dev, rate, queue)
+
+    real = testbed_mod.shape_egress
+    monkeypatch.setattr(testbed_mod, "shape_egress", flaky)
+    tb = Testbed(hosts=3, rate="100mbit")
+    with pytest.raises(TestbedError, match="injected"):
+        tb.up()
+    assert tb.namespaces() == [] and not tb.state.path.exists()
+
+
+def test_rate_shaping_within_range():
+    with Testbed(hosts=2, rate="50mbit") as tb:
+        t = measure_transfers(tb, [(0, 1)], 6_000_000)[0]   # about 1 s at 50 Mbit/s
+        back = measure_transfers(tb, [(1, 0)], 6_000_000)[0]
+    for tr in (t, back):
+        assert 0.80 * 50e6 * GOODPUT < tr.bps < 1.02 * 50e6 * GOODPUT, tr
+
+
+def test_congestion_slows_transfers_into_that_host():
+    """One external flow into rank 1: a transfer 0->1 gets about half the link (reno)."""
+    with Testbed(hosts=3, rate="50mbit") as tb:
+        alone = measure_transfers(tb, [(0, 1)], 4_000_000)[0].seconds
+        tb.congest(into=1, flows=1)
+        time.sleep(0.5)
+        into = [measure_transfers(tb, [(0, 1)], 4_000_000)[0].seconds for _ in range(2)]
+        other = measure_transfers(tb, [(0, 2)], 4_000_000)[0].seconds  # rank 2 is not congested
+        assert tb.stop_congestion() == 2
+    slowdown = sum(into) / len(into) / alone
+    assert 1.4 < slowdown < 3.5, (alone, into)
+    assert other < 1.3 * alone, (alone, other)
+
+
+def test_run_sets_env_and_propagates_failure():
+    with Testbed(hosts=3, rate="100mbit") as tb:
+        ok = tb.run([sys.executable, "-c",
+                     "import os; print(os.environ['RANK'], os.environ['WORLD_SIZE'], "
+                     "os.environ['MASTER_ADDR'], os.environ['GLOO_SOCKET_IFNAME'])"],
+                    stream=False, timeout=60)
+        assert ok.returncode == 0 and ok.codes == [0, 0, 0]
+        assert [o.strip() for o in ok.output] == [f"{r} 3 10.77.0.1 rcl0" for r in range(3)]
+
+        bad = tb.run(["sh", "-c", 'if [ "$RANK" = 2 ]; then exit 7; fi; sleep 30'],
+                     stream=False, timeout=60, grace=1.0)
+        assert (bad.returncode, bad.failed_rank, bad.timed_out) == (7, 2, False)
+        assert all(c is not None and c < 0 for c in bad.codes[:2]), bad.codes  # stopped by a signal
+
+        slow = tb.run(["sleep", "30"], stream=False, timeout=1.0, grace=1.0)
+        assert slow.timed_out and slow.returncode == 124
+
+
+def test_two_prefixes_do_not_collide():
+    a, b = Testbed(hosts=2, rate="100mbit", prefix=new_prefix()), Testbed(hosts=2, rate="100mbit")
+    with a, b:
+        with pytest.raises(TestbedError, match="in use"):
+            Testbed(hosts=2, prefix=a.prefix).up()
+        assert a.host_addr(1) == b.host_addr(1)  # same private subnet, separate namespaces
+        ta = measure_transfers(a, [(0, 1)], 1_000_000)[0]
+        tb_ = measure_transfers(b, [(1, 0)], 1_000_000)[0]
+        assert ta.nbytes == tb_.nbytes == 1_000_000
+        b.down()
+        assert a.namespaces() and not b.namespaces()
+        assert measure_transfers(a, [(1, 0)], 1_000_000)[0].nbytes == 1_000_000

@@ -1,0 +1,94 @@
+"""Unit tests for the testbed's pure parts (no root needed): units, names, state file, env, CLI."""
+
+import json
+
+import pytest
+
+from reactccl.cli.main import build_parser
+from reactccl.runtime.testbed import TestbedError, parse_rate, parse_size
+from reactccl.runtime.testbed.launcher import rank_env
+from reactccl.runtime.testbed.state import TestbedState, check_prefix, load_state, new_prefix
+from reactccl.runtime.testbed.testbed import Testbed
+
+
+@pytest.mark.parametrize("text,bps", [("200mbit", 200_000_000), ("1.5gbit", 1_500_000_000),
+                                      ("64kbit", 64_000), ("100000bit", 100_000), ("  10Mbit ", 10**7),
+                                      (5e6, 5_000_000)])
+def test_parse_rate(text, bps):
+    assert parse_rate(text) == bps
+
+
+@pytest.mark.parametrize("bad", ["200mbps", "fast", "", "-5mbit", "1kbit"])
+def test_parse_rate_rejects(bad):
+    with pytest.raises(ValueError, match="rate"):
+        parse_rate(bad)
+
+
+def test_parse_size():
+    assert parse_size("256kb") == 262144
+    assert parse_size("1mb") == 1048576
+    assert parse_size(4000) == 4000
+    for bad in ("256kbit", "12", "lots"):
+        with pytest.raises(ValueError, match="size"):
+            parse_size(bad)
+
+
+def test_prefixes():
+    p = new_prefix()
+    assert check_prefix(p) == p and p.startswith("rcl") and len(p) == 8
+    for bad in ("A1", "1abc", "a", "abc-def", "a" * 13):
+        with pytest.raises(TestbedError, match="prefix"):
+            check_prefix(bad)
+
+
+def test_state_names_and_addresses():
+    s = TestbedState(prefix="tst", hosts=3, rate_bps=10**8, queue_bytes=262144, cc="reno")
+    assert [s.host_ns(r) for r in range(3)] == ["tst-h0", "tst-h1", "tst-h2"]
+    assert [s.host_addr(r) for r in range(3)] == ["10.77.0.1", "10.77.0.2", "10.77.0.3"]
+    assert s.switch_ns == "tst-sw" and s.external_ns(4) == "tst-x4"
+    assert s.external_addr(0) == "10.77.128.1"
+    with pytest.raises(TestbedError, match="rank 3 out of range"):
+        s.host_ns(3)
+
+
+def test_state_roundtrip_and_lookup(tmp_path, monkeypatch):
+    monkeypatch.setenv("REACTCCL_TESTBED_DIR", str(tmp_path))
+    with pytest.raises(TestbedError, match="no testbed is up"):
+        load_state()
+    a = Testbed(hosts=2, rate="50mbit", prefix="tsta").state
+    a.save()
+    assert json.loads((tmp_path / "tsta.json").read_text())["rate_bps"] == 50_000_000
+    assert load_state() == a
+    Testbed(hosts=5, prefix="tstb").state.save()
+    with pytest.raises(TestbedError, match="several testbeds"):
+        load_state()
+    assert load_state("tstb").hosts == 5
+    with pytest.raises(TestbedError, match="no testbed with prefix 'tstc'"):
+        load_state("tstc")
+
+
+def test_bad_constructor_arguments():
+    with pytest.raises(TestbedError, match="hosts=0"):
+        Testbed(hosts=0)
+    with pytest.raises(TestbedError, match="cc='cubicx'"):
+        Testbed(hosts=2, cc="cubicx")
+    with pytest.raises(ValueError, match="rate"):
+        Testbed(hosts=2, rate="200mbps")
+
+
+def test_rank_env_is_torchrun_like():
+    tb = Testbed(hosts=4, prefix="tstenv")
+    env = rank_env(tb, 2, 29511)
+    assert env["RANK"] == "2" and env["WORLD_SIZE"] == "4" and env["LOCAL_RANK"] == "0"
+    assert env["MASTER_ADDR"] == "10.77.0.1" and env["MASTER_PORT"] == "29511"
+    assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"] == "rcl0"
+
+
+def test_cli_parses_testbed_commands():
+    p = build_parser()
+    a = p.parse_args(["testbed", "up", "--hosts", "8", "--rate", "200mbit", "--prefix", "abc"])
+    assert (a.hosts, a.rate, a.prefix, a.cc) == (8, "200mbit", "abc", "reno")
+    a = p.parse_args(["testbed", "congest", "--into", "3", "--flows", "2", "--duration", "5"])
+    assert (a.into, a.flows, a.duration, a.stop) == (3, 2, 5.0, False)
+    a = p.parse_args(["testbed", "run", "--timeout", "9", "--", "python", "-c", "print(1)"])
+    assert a.cmd[-3:] == ["python", "-c", "print(1)"] and a.timeout == 9.0
