@@ -35,6 +35,11 @@ class Job:
     message_bytes: float
 
 
+def _hosts(topology: Topology, placement) -> np.ndarray:
+    """Host ids (shape ``(N,)``) from ids or host names."""
+    return np.array([topology.host_id(h) for h in placement], dtype=np.int64)
+
+
 def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, offset: int):
     """Paths, bytes, latencies and dependency lists of one job's flows (ids offset by ``offset``)."""
     p = job.pattern
@@ -113,8 +118,8 @@ class SimulatedNetwork:
             ValueError: a placement of the wrong length or with repeated hosts.
             SimulationError: a job that cannot finish.
         """
-        jobs = [j if isinstance(j, Job) else Job(j[0], np.asarray(j[1], dtype=np.int64), float(j[2]))
-                for j in jobs]
+        jobs = [Job(j.pattern, _hosts(self.topology, j.placement), float(j.message_bytes)) if isinstance(j, Job)
+                else Job(j[0], _hosts(self.topology, j[1]), float(j[2])) for j in jobs]
         if not jobs:
             raise ValueError("run_jobs: no jobs")
         for k, j in enumerate(jobs):
@@ -193,7 +198,7 @@ class SimulatedCluster:
 
     Args:
         topology: the network.
-        placement: host id of each rank, shape ``(N,)`` (see :func:`reactccl.topology.placement`).
+        placement: host (id or name) of each rank, shape ``(N,)`` (see :func:`reactccl.topology.placement`).
         message_bytes: the collective's message size S in bytes.
         background, degrade, ecmp_ports, seed: as :class:`SimulatedNetwork`.
     """
@@ -201,7 +206,7 @@ class SimulatedCluster:
     def __init__(self, topology: Topology, placement: Sequence[int] | np.ndarray, message_bytes: float,
                  background: Sequence[Background] = (), degrade: Mapping[int, float] | None = None,
                  ecmp_ports: int = 4, seed: int = 0) -> None:
-        self.placement = np.asarray(placement, dtype=np.int64)
+        self.placement = _hosts(topology, placement)
         self.message_bytes = float(message_bytes)
         self.network = SimulatedNetwork(topology, background, degrade, ecmp_ports, seed,
                                         reference_placement=self.placement)
