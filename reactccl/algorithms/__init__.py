@@ -14,7 +14,7 @@ _MODULES = [
     # issue 2 generators
     "tree", "ring", "recursive", "binomial",
     # issue 5 generators
-    "sp_allreduce",
+    "sp_allreduce", "bucket", "swing", "trivance", "torus_baselines",
 ]
 
 for _m in _MODULES:

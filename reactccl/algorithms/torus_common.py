@@ -12,7 +12,10 @@ in the same round stay separate flows; the cost model adds them up per link and 
 * :func:`intree_allreduce` — per-chunk reduce in-trees given as ``(parent, send_step)``
   tables, mirrored into the allgather (used by Bucket, Swing-B, Trivance-B).
 * :func:`torus_group` — the subgroup Γ of torus automorphisms of §3.1 / §6.1.
-* :func:`assemble` — flat arrays to a checked :class:`CollectivePattern`.
+* :func:`reach_intrees` — per-block reduce in-trees of a peer sequence (Swing-B, Trivance-B).
+* :func:`dimension_walk` — the order in which a multi-dimensional collective visits dimensions.
+* :func:`assemble` — flat arrays to a checked :class:`CollectivePattern`; :func:`combine`
+  joins several patterns on disjoint parts of the message.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from ..pattern import CollectivePattern, PatternError
 from ..topology.torus import TorusGeometry
 
 __all__ = ["FlowArrays", "tree_schedule", "symmetrize", "intree_allreduce", "mirror_allgather",
-           "torus_group", "bfs_tree", "tree_depth", "assemble", "parse_shape"]
+           "torus_group", "bfs_tree", "tree_depth", "assemble", "parse_shape", "reach_intrees",
+           "dimension_walk", "whole_vector_flows", "combine"]
 
 FlowArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """``(chunk, step, src, dst, op)``, each shape ``(F,)``; op 0 reduce, 1 copy."""
@@ -221,3 +225,112 @@ def assemble(num_ranks: int, flows: FlowArrays, chunk_size: np.ndarray | None = 
     return CollectivePattern.from_arrays(
         "allreduce", num_ranks, size, np.arange(C), step[order], src[order], dst[order], op[order],
         np.arange(F + 1), chunk[order], name=name)
+
+
+def dimension_walk(steps_per_dim: Sequence[int], start: int) -> list[tuple[int, int]]:
+    """Global steps of a collective that starts on dimension ``start`` and moves to the next
+    dimension every step, skipping dimensions whose steps are used up (Swing §5 on tori).
+
+    Returns:
+        ``[(dim, sigma), ...]``: the dimension of each global step and how many steps that
+        dimension had before it. Example: ``dimension_walk([2, 1], 1) == [(1, 0), (0, 0), (0, 1)]``.
+    """
+    D = len(steps_per_dim)
+    used = [0] * D
+    out, k = [], start % D
+    while sum(used) < sum(steps_per_dim):
+        if used[k] < steps_per_dim[k]:
+            out.append((k, used[k]))
+            used[k] += 1
+        k = (k + 1) % D
+    return out
+
+
+def reach_intrees(peers: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Reduce-scatter in-trees of a peer sequence, one per block (block b ends at node b).
+
+    At step t node x may send to any of its peers ``peers[t][:, x]``. ``M_t(q)`` = {q} ∪
+    nodes reachable from q through steps > t is what q is responsible for after step t;
+    node r sends its partial of block b once, at the latest step t where b ∈ M_t(q) for a
+    peer q of r (the first such peer on ties) — the Swing rule "a block in several steps'
+    send sets is sent only at the latest of them". Because b ∈ M_t(q) means q itself has a
+    later candidate step, every parent sends after its children: the in-trees are exact for
+    any peer sequence whose reach covers every node (so Ψ = 1).
+
+    Args:
+        peers: one array per step, shape ``(k_t, p)`` (k_t peers per node at step t).
+
+    Returns:
+        ``(parent, send_step)``, each shape ``(p blocks, p nodes)``; parent -1 at the owner.
+
+    Raises:
+        PatternError: some node cannot reach some block.
+
+    Memory: ``(len(peers) + 2) * p^2`` bytes of booleans plus two int64 ``p x p`` tables.
+    """
+    S = len(peers)
+    p = peers[0].shape[1]
+    eye = np.eye(p, dtype=bool)
+    M = [None] * S  # M[t][q, b]: b in {q} ∪ reach(q, t+1)
+    R = np.zeros((p, p), dtype=bool)  # reach(x, t+1)
+    for t in range(S - 1, -1, -1):
+        M[t] = R | eye
+        newR = R.copy()
+        for q in np.atleast_2d(peers[t]):
+            newR |= M[t][q]
+        R = newR
+    if not (R | eye).all():
+        r, b = np.argwhere(~(R | eye))[0]
+        raise PatternError(f"peer sequence does not let node {r} reach block {b}")
+    parent = np.full((p, p), -1, dtype=np.int64)  # (node, block)
+    step = np.full((p, p), -1, dtype=np.int64)
+    for t in range(S):
+        chosen = np.zeros((p, p), dtype=bool)
+        for q in np.atleast_2d(peers[t]):
+            hit = M[t][q] & ~chosen  # (node r, block b)
+            chosen |= hit
+            rr, bb = np.nonzero(hit)
+            parent[rr, bb] = q[rr]
+            step[rr, bb] = t
+    np.fill_diagonal(parent, -1)
+    return parent.T.copy(), step.T.copy()
+
+
+def whole_vector_flows(peers_per_chunk: Sequence[Sequence[np.ndarray]]) -> FlowArrays:
+    """Latency-optimal flows: at every step every node adds its whole chunk into each of its
+    peers (Swing-L, Trivance-L). ``peers_per_chunk[c][t]`` has shape ``(k_t, p)``."""
+    out = [[], [], [], [], []]
+    for c, seq in enumerate(peers_per_chunk):
+        for t, pe in enumerate(seq):
+            pe = np.atleast_2d(pe)
+            p = pe.shape[1]
+            for q in pe:
+                out[0].append(np.full(p, c))
+                out[1].append(np.full(p, t))
+                out[2].append(np.arange(p))
+                out[3].append(q)
+                out[4].append(np.zeros(p, np.int8))
+    return tuple(np.concatenate(a) for a in out)
+
+
+def combine(patterns: Sequence[CollectivePattern], name: str = "") -> CollectivePattern:
+    """One AllReduce running ``patterns`` side by side on equal parts of the message: chunk
+    sizes are divided by their number, chunk ids and chunk-graph ids are offset.
+
+    Raises:
+        PatternError: patterns with different collectives or rank counts.
+    """
+    first = patterns[0]
+    if any(q.collective != first.collective or q.num_ranks != first.num_ranks for q in patterns):
+        raise PatternError("combine: patterns must share collective and number of ranks")
+    k = len(patterns)
+    c_off = np.cumsum([0] + [q.num_chunks for q in patterns])
+    g_off = np.cumsum([0] + [int(q.chunk_graph.max()) + 1 for q in patterns])
+    p_off = np.cumsum([0] + [len(q.chunk_idx) for q in patterns])
+    cat = lambda f: np.concatenate([f(i, q) for i, q in enumerate(patterns)])
+    return CollectivePattern.from_arrays(
+        first.collective, first.num_ranks, cat(lambda i, q: q.chunk_size / k),
+        cat(lambda i, q: q.chunk_graph + g_off[i]), cat(lambda i, q: q.step), cat(lambda i, q: q.src),
+        cat(lambda i, q: q.dst), cat(lambda i, q: q.op),
+        np.concatenate([[0]] + [q.chunk_ptr[1:] + p_off[i] for i, q in enumerate(patterns)]),
+        cat(lambda i, q: q.chunk_idx + c_off[i]), name=name)

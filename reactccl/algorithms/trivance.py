@@ -1,0 +1,93 @@
+"""Trivance AllReduce on tori (Juerss, Addanki, Schmid, SIGCOMM 2026): two peers per step.
+
+In a dimension of size n there are K = ceil(log3 n) steps with distances d_s = 3^s, the
+last one ceil((n - 3^(K-1)) / 2) (equal to 3^(K-1) when n = 3^K); at step s a node at c
+works with c + d_s and c - d_s at once (one port each way). The message is split in d
+parts; part i starts on dimension i and moves to the next dimension every step.
+
+* ``trivance-l`` (latency-optimal): the whole part goes to both peers and the three values
+  are added; Σ K steps. Exact only when every side is a power of three (the three groups
+  combined are then disjoint); other sides are refused.
+* ``trivance-b`` (bandwidth-optimal): reduce-scatter in-trees from the same peer sequence
+  (:func:`~.torus_common.reach_intrees`), allgather mirrored, 2 Σ K steps, Ψ = 1. For
+  n = 3^K this is the balanced-ternary scheme of the Trivance paper (r sends to r ± 3^s the
+  blocks whose ternary digit s is ±1). For other n the authors' fix is not known here: we
+  keep the distances above and send each block's partial once, at the latest step at which
+  it belongs to a peer's share, which is exact (verified) but may differ from the artifact.
+
+Example, n = 9: node 0 works with 1 and 8, then with 3 and 6; Trivance-L needs 2 steps.
+
+Source: BASELINES.md "Trivance"; SP-allreduce §2.4, Appendix C.4.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..pattern import CollectivePattern, PatternError
+from ..topology.torus import TorusGeometry
+from .registry import register
+from .torus_common import assemble, dimension_walk, intree_allreduce, parse_shape, reach_intrees, whole_vector_flows
+
+__all__ = ["trivance_distances", "trivance_peers", "trivance_b", "trivance_l"]
+
+
+def trivance_distances(n: int) -> list[int]:
+    """Step distances in a dimension of size n (see the module docstring)."""
+    K = 0
+    while 3 ** K < n:
+        K += 1
+    if K == 0:
+        return []
+    return [3 ** s for s in range(K - 1)] + [-(-(n - 3 ** (K - 1)) // 2)]
+
+
+def trivance_peers(geom: TorusGeometry, part: int) -> list[np.ndarray]:
+    """The two peers (+ then -) of every node at every step of part ``part`` (0..d-1),
+    a list of arrays of shape ``(2, p)``."""
+    dist = [trivance_distances(n) for n in geom.shape]
+    walk = dimension_walk([len(x) for x in dist], part)
+    c = geom.coords()
+    out = []
+    for k, sigma in walk:
+        plus, minus = c.copy(), c.copy()
+        plus[:, k] += dist[k][sigma]
+        minus[:, k] -= dist[k][sigma]
+        out.append(np.stack([geom.node(plus), geom.node(minus)]))
+    return out
+
+
+@register("trivance-b", "allreduce", "Trivance bandwidth-optimal on a torus: two peers per step, ternary reduce-scatter")
+def trivance_b(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2) -> CollectivePattern:
+    """Trivance-B on the torus ``shape``: ``d p`` chunks, ``2 Σ ceil(log3 n_k)`` steps.
+
+    Raises:
+        PatternError: no torus of that shape; ValueError: a side below 3.
+    """
+    geom = TorusGeometry(parse_shape(num_ranks, shape, dims))
+    p = geom.num_nodes
+    parts = []
+    for i in range(geom.d):
+        peers = trivance_peers(geom, i)
+        parent, step = reach_intrees(peers)
+        parts.append(intree_allreduce(parent, step, len(peers), chunk_ids=np.arange(p) + i * p))
+    flows = tuple(np.concatenate(a) for a in zip(*parts))
+    return assemble(num_ranks, flows, name=f"trivance-b {'x'.join(map(str, geom.shape))}")
+
+
+@register("trivance-l", "allreduce", "Trivance latency-optimal on a torus (sides 3^t): whole part to both peers each step")
+def trivance_l(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2) -> CollectivePattern:
+    """Trivance-L on the torus ``shape``: d chunks, ``Σ log3 n_k`` steps.
+
+    Raises:
+        PatternError: a side that is not a power of three.
+    """
+    geom = TorusGeometry(parse_shape(num_ranks, shape, dims))
+    for n in geom.shape:
+        if 3 ** len(trivance_distances(n)) != n:
+            raise PatternError(f"trivance-l: every side must be a power of three, got {geom.shape} "
+                               f"(other sides would add some contributions twice)")
+    flows = whole_vector_flows([trivance_peers(geom, i) for i in range(geom.d)])
+    return assemble(num_ranks, flows, name=f"trivance-l {'x'.join(map(str, geom.shape))}")

@@ -1,0 +1,119 @@
+"""Torus baselines (Bucket, Swing, Trivance, ring, recursive doubling): verified, rounds, and
+the closed forms of SP-allreduce Appendix C for Ψ and Θ."""
+
+import numpy as np
+import pytest
+
+from reactccl.algorithms import generate
+from reactccl.algorithms.swing import rho, swing_peers
+from reactccl.algorithms.torus_baselines import hamiltonian_cycle
+from reactccl.algorithms.torus_common import dimension_walk
+from reactccl.algorithms.trivance import trivance_distances
+from reactccl.cost.deficiency import deficiency
+from reactccl.pattern import PatternError
+from reactccl.topology.torus import HyperXGeometry, TorusGeometry
+
+
+def metrics(name, shape, geom=None, **kw):
+    p = int(np.prod(shape))
+    pat = generate(name, p, shape=shape, **kw)  # verified by generate()
+    return pat, deficiency(pat, geom or TorusGeometry(shape))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 5), (8, 8), (3, 3, 3)])
+def test_bucket_fully_optimal(shape):
+    pat, d = metrics("bucket", shape)
+    n, D = shape[0], len(shape)
+    assert pat.num_steps == 2 * D * (n - 1)
+    assert (d.psi, d.theta, d.omega) == pytest.approx((1, 1, 1))
+
+
+def test_rho_and_partners():
+    assert [rho(s) for s in range(5)] == [1, -1, 3, -5, 11]
+    g = TorusGeometry((8,))
+    peers = [q[0].tolist() for q in swing_peers(g, 0)]
+    assert peers[0][:2] == [1, 0] and peers[1][:2] == [7, 2] and peers[2][:2] == [3, 6]
+    for q in peers:  # involutions
+        assert [q[x] for x in q] == list(range(8))
+    assert dimension_walk([2, 1], 1) == [(1, 0), (0, 0), (0, 1)]
+
+
+@pytest.mark.parametrize("n,d", [(4, 2), (8, 2), (16, 2), (4, 3)])
+def test_swing_l_closed_form(n, d):
+    # Appendix C.3: Ψ = p d m / (2(p-1)), Θ = A_m / m, with a_k the ring distance of ρ(k)
+    m = int(np.log2(n))
+    p = n ** d
+    pat, dd = metrics("swing-l", (n,) * d)
+    a = [min(abs(rho(k)) % n, n - abs(rho(k)) % n) for k in range(m)]
+    assert pat.num_steps == d * m
+    assert dd.psi == pytest.approx(p * d * m / (2 * (p - 1)))
+    assert dd.theta == pytest.approx(sum(a) / m)
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (6, 6), (16, 4), (4, 4, 4)])
+def test_swing_b_minimum_volume(shape):
+    pat, d = metrics("swing-b", shape)
+    assert pat.num_steps == 2 * sum(int(np.ceil(np.log2(n))) for n in shape)
+    assert d.psi == pytest.approx(1)
+
+
+def test_swing_b_theta_8x8():
+    # blocks per global step t: 1/2^(t+1) of a part; distances 1, 1, 3 by step-in-dimension t//2
+    w = np.array([2.0 ** -(t + 1) for t in range(6)])
+    a = np.array([1, 1, 1, 1, 3, 3])
+    _, d = metrics("swing-b", (8, 8))
+    assert d.theta == pytest.approx((w * a).sum() / w.sum())
+    assert d.omega == pytest.approx(1)
+
+
+def test_swing_refuses_odd():
+    with pytest.raises(PatternError, match="odd sides"):
+        generate("swing-b", 25)
+    with pytest.raises(PatternError, match="power of two"):
+        generate("swing-l", 36)
+
+
+@pytest.mark.parametrize("t,d", [(1, 2), (2, 2), (1, 3), (3, 1)])
+def test_trivance_closed_forms(t, d):
+    # Appendix C.4 (n = 3^t): TrivanceB Ψ = 1; TrivanceL Ψ = p d t / (p-1), Θ = (n-1)/(2t)
+    n = 3 ** t
+    shape = (n,) * d
+    p = n ** d
+    if d == 1:
+        shape = (n,)
+    _, db = metrics("trivance-b", shape)
+    pl, dl = metrics("trivance-l", shape)
+    assert db.psi == pytest.approx(1)
+    assert pl.num_steps == d * t
+    assert dl.psi == pytest.approx(p * d * t / (p - 1))
+    assert dl.theta == pytest.approx((n - 1) / (2 * t))
+
+
+def test_trivance_other_sides():
+    assert trivance_distances(27) == [1, 3, 9]
+    assert trivance_distances(8) == [1, 3]
+    assert trivance_distances(16) == [1, 3, 4]
+    pat, d = metrics("trivance-b", (8, 8))
+    assert pat.num_steps == 8 and d.psi == pytest.approx(1)
+    with pytest.raises(PatternError, match="power of three"):
+        generate("trivance-l", 64)
+
+
+def test_ring_and_rd():
+    assert sorted(hamiltonian_cycle((5, 5)).tolist()) == list(range(25))
+    for shape in [(4, 6), (5, 6), (5, 5), (6, 3)]:
+        cyc = hamiltonian_cycle(shape)
+        g = TorusGeometry(shape)
+        assert (g.distance(cyc, np.roll(cyc, -1)) == 1).all()
+    pat, d = metrics("torus-ring", (4, 4))
+    assert pat.num_steps == 30 and (d.psi, d.theta) == pytest.approx((1, 1))
+    rd = generate("rd-allreduce", 16)
+    d = deficiency(rd, TorusGeometry((4, 4)))
+    # 4 steps, whole vector each: Ψ = 16*4 / 30; XOR 1 and 4 are 1 hop, XOR 2 and 8 are 2 hops (n = 4)
+    assert rd.num_steps == 4 and d.psi == pytest.approx(64 / 30)
+    assert d.theta == pytest.approx((1 + 1 + 2 + 2) / 4)
+
+
+def test_baselines_on_hyperx_one_hop():
+    pat, d = metrics("swing-b", (8, 8), geom=HyperXGeometry((8, 8)))
+    assert d.theta == pytest.approx(1)
