@@ -14,7 +14,7 @@ _MODULES = [
     # issue 2 generators
     "tree", "ring", "recursive", "binomial",
     # issue 5 generators
-    "sp_allreduce", "bucket", "swing", "trivance", "torus_baselines",
+    "sp_allreduce", "bucket", "swing", "trivance", "torus_baselines", "kspt",
 ]
 
 for _m in _MODULES:
