@@ -11,9 +11,10 @@ from .background import (
 from .engine import FluidEngine, SimulationError
 from .maxmin import max_min_rates
 from .network import Job, SimulatedCluster, SimulatedNetwork
+from .run import SimulationResult, run_simulation
 
 __all__ = [
     "BackgroundError", "Bulk", "FluidEngine", "IntoRanks", "Job", "LongLived", "OutOfRanks", "RandomPairs",
-    "SimulatedCluster", "SimulatedNetwork", "SimulationError", "max_min_rates", "parse_background",
-    "parse_degrade", "random_degrade", "resolve_background",
+    "SimulatedCluster", "SimulatedNetwork", "SimulationError", "SimulationResult", "max_min_rates",
+    "parse_background", "parse_degrade", "random_degrade", "resolve_background", "run_simulation",
 ]

@@ -108,6 +108,11 @@ class SimulatedNetwork:
         """Resolved long-lived background flows as ``(src_host, dst_host)`` (after the first epoch)."""
         return [] if self._resolved is None else list(self._resolved[0])
 
+    @property
+    def bulks(self) -> list[Bulk]:
+        """Resolved bulk sources with host ids (after the first epoch)."""
+        return [] if self._resolved is None else list(self._resolved[1])
+
     def run_jobs(self, jobs: Sequence[Job | tuple]) -> list[EpochTrace]:
         """Run one epoch of all ``jobs`` starting together; returns one trace per job.
 

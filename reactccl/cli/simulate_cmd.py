@@ -1,0 +1,110 @@
+"""``reactccl simulate``: epochs of a collective on a simulated, congested network.
+
+A thin layer over :func:`reactccl.netsim.run_simulation`: parse flags, show a
+progress bar on a terminal, print the summary (or one JSON document).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ..netsim import BackgroundError, SimulationError, SimulationResult, run_simulation
+from ..pattern import PatternError
+from ..topology import TopologyError, UnitError
+from ..trace import format_bytes, format_rate, format_time
+from .pattern_cmd import parse_options
+
+EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
+           "--epochs 100 --background pairs:x=4:p=2 --seed 1")
+
+
+def _listing(items: list[str], limit: int = 8) -> str:
+    more = f" (+{len(items) - limit} more)" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def render(result: SimulationResult, console: Console) -> None:
+    """Print a human summary of ``result``."""
+    r = result
+    console.print(f"[bold]{r.algorithm}[/bold] ({r.collective}), {r.num_ranks} ranks, {r.num_flows} flows/epoch "
+                  f"on [bold]{r.topology}[/bold] ({r.num_hosts} hosts); message {format_bytes(r.message_bytes)}; "
+                  f"{r.epochs} epochs; {r.ecmp_ports} ECMP ports; seed {r.seed}")
+    console.print(f"placement: {_listing([f'r{i}=h{h}' for i, h in enumerate(r.placement.tolist())], 16)}")
+    if r.background:
+        console.print(f"background: {len(r.background)} long-lived flows: "
+                      f"{_listing([f'{s}->{d}' for s, d in r.background])}")
+    for b in r.bulk:
+        console.print(f"bulk: {b['src']}->{b['dst']} {format_bytes(b['bytes'])} every {format_time(b['period_s'])}"
+                      f" from {format_time(b['phase_s'])}")
+    if r.degraded:
+        console.print("degraded: " + _listing([f"{l} {c / 1e9:g} Gbps" for l, c in r.degraded.items()]))
+    s = r.stats()
+    console.print(f"epoch time: p50 {format_time(s['p50_s'])}   p95 {format_time(s['p95_s'])}   "
+                  f"mean {format_time(s['mean_s'])}   (min {format_time(s['min_s'])}, max {format_time(s['max_s'])})")
+    console.print(f"mean algbw: {format_rate(s['algbw_Bps'])}   mean busbw: {format_rate(s['busbw_Bps'])}")
+    table = Table(title="slowest flows", title_justify="left")
+    for col in ("epoch", "step", "flow", "src→dst", "hosts", "bytes", "start", "FCT"):
+        table.add_column(col, justify="right" if col not in ("src→dst", "hosts") else "left")
+    for f in r.slowest:
+        table.add_row(str(f["epoch"]), str(f["step"]), str(f["flow"]), f"{f['src']}→{f['dst']}",
+                      f"{f['src_host']}→{f['dst_host']}", format_bytes(f["bytes"]), format_time(f["start"]),
+                      format_time(f["fct"]))
+    console.print(table)
+    rate = r.epochs * r.num_flows / r.wall_s if r.wall_s > 0 else float("inf")
+    console.print(f"simulated in {r.wall_s:.3g} s ({r.events} events, {rate:,.0f} flows/s)", style="dim")
+
+
+def _cmd_simulate(args) -> int:
+    err = Console(stderr=True)
+    show_bar = err.is_terminal and args.epochs > 1
+    try:
+        with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=err, transient=True, disable=not show_bar) as bar:
+            task = bar.add_task("epochs", total=args.epochs)
+            result = run_simulation(
+                args.algorithm, args.ranks, topology=args.topology, size=args.size, epochs=args.epochs,
+                background=args.background or [], degrade=args.degrade or None, ports=args.ports,
+                seed=args.seed, placement=args.placement, options=parse_options(args.option),
+                slowest=args.slowest, progress=lambda done: bar.update(task, completed=done))
+    except (PatternError, TopologyError, BackgroundError, UnitError, SimulationError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        render(result, Console(highlight=False, soft_wrap=True))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``simulate``."""
+    p = sub.add_parser(
+        "simulate", help="simulate epochs of a collective on a (congested) network",
+        description="Flow-level simulation of a collective: max-min fair links, per-hop latency, ECMP, "
+                    "background traffic and degraded links. Example: " + EXAMPLE)
+    p.add_argument("--algorithm", "-a", required=True, help="registered generator, e.g. nccl-tree, ring")
+    p.add_argument("--ranks", "-n", type=int, required=True, help="number of ranks")
+    p.add_argument("--option", "-O", action="append", metavar="KEY=VALUE", help="generator option (repeatable)")
+    p.add_argument("--topology", "-t", default="fat-tree:k=4",
+                   help="e.g. star:hosts=18, fat-tree:k=4, leaf-spine:leaves=4,spines=2,hosts=4, alibaba, "
+                        "full-mesh:tors=4,hosts=2; add rate=100G,latency=1us (default fat-tree:k=4)")
+    p.add_argument("--size", "-s", default="20MB", help="message size, e.g. 20MB (decimal) or 64MiB (default 20MB)")
+    p.add_argument("--epochs", "-e", type=int, default=100, help="epochs to simulate (default 100)")
+    p.add_argument("--background", "-b", action="append", metavar="SPEC",
+                   help="into:3:p=2 | out:3:p=1 | pairs:x=4:p=2[:dir=in] | flow:src=h16,dst=r3[,count=2] | "
+                        "bulk:src=h20,dst=h3,bytes=50MB,period=2ms[,phase=1ms] (repeatable)")
+    p.add_argument("--degrade", "-d", action="append", metavar="SPEC",
+                   help="random:k=2:rate=30G | link=12:rate=30G (repeatable)")
+    p.add_argument("--ports", type=int, default=4, help="ECMP ports per flow, one drawn per epoch (default 4)")
+    p.add_argument("--seed", type=int, default=0, help="seed for ports, placement and background (default 0)")
+    p.add_argument("--placement", default="first", help="first | random | host list like 0,5,9 (default first)")
+    p.add_argument("--slowest", type=int, default=5, help="how many slowest flows to list (default 5)")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
+    p.set_defaults(func=_cmd_simulate)
