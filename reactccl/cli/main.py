@@ -14,6 +14,7 @@ import sys
 COMMANDS = [
     "reactccl.cli.pattern_cmd",
     "reactccl.cli.testbed_cmd",
+    "reactccl.cli.simulate_cmd",
 ]
 
 
