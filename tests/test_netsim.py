@@ -142,6 +142,11 @@ def test_same_seed_same_trace_and_ports_vary_with_seed():
     assert not all(np.array_equal(x.meta["ports"], y.meta["ports"]) for x, y in zip(a, c))
     assert a[0].meta["epoch"] == 0 and a[2].meta["epoch"] == 2 and a[0].meta["seed"] == 7
     assert set(np.concatenate([t.meta["ports"] for t in a]).tolist()) <= {0, 1, 2, 3}
+    # each path is ECMP's pick for (job 0, flow i, the port drawn this epoch)
+    tr = a[1]
+    for i in range(p.num_flows):
+        want = topo.ecmp_path(tr.meta["src_host"][i], tr.meta["dst_host"][i], (0, i, tr.meta["ports"][i]))
+        assert np.array_equal(tr.paths[i], want)
 
 
 def test_single_port_keeps_paths():

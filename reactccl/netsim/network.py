@@ -113,6 +113,15 @@ class SimulatedNetwork:
         """Resolved bulk sources with host ids (after the first epoch)."""
         return [] if self._resolved is None else list(self._resolved[1])
 
+    def background_paths(self) -> list[np.ndarray]:
+        """Link ids of each resolved long-lived flow: ECMP with key ``(-1, i, 0)``, one path for the
+        whole run (an external connection does not change ports)."""
+        return [self.topology.ecmp_path(s, d, (-1, i, 0)) for i, (s, d) in enumerate(self.long_lived)]
+
+    def bulk_paths(self) -> list[np.ndarray]:
+        """Link ids of each resolved bulk source: ECMP with key ``(-2, i, 0)``."""
+        return [self.topology.ecmp_path(b.src, b.dst, (-2, i, 0)) for i, b in enumerate(self.bulks)]
+
     def run_jobs(self, jobs: Sequence[Job | tuple]) -> list[EpochTrace]:
         """Run one epoch of all ``jobs`` starting together; returns one trace per job.
 
@@ -148,19 +157,13 @@ class SimulatedNetwork:
             eng.add_flows(paths, nbytes, lat, waiting, children, [0.0] * F, watched=True)
             per_job.append((offset, F, ports, ptr, links, nbytes))
         if long_lived:
-            s = np.array([a for a, _ in long_lived])
-            d = np.array([b for _, b in long_lived])
-            # each long-lived flow keeps one path for the run (its own port 0)
-            keys = np.column_stack([np.full(len(s), -1), np.arange(len(s)), np.zeros(len(s), np.int64)])
-            ptr, links = topo.ecmp_paths(s, d, keys)
-            pl = links.tolist()
-            paths = [pl[ptr[i]:ptr[i + 1]] for i in range(len(s))]
-            lat = np.add.reduceat(topo.latency[links], ptr[:-1])
-            eng.add_flows(paths, [np.inf] * len(s), lat, [0] * len(s), [()] * len(s), [0.0] * len(s), False)
-        bulk_paths = []
+            paths = [x.tolist() for x in self.background_paths()]
+            lat = [topo.path_latency(x) for x in paths]
+            k = len(paths)
+            eng.add_flows(paths, [np.inf] * k, lat, [0] * k, [()] * k, [0.0] * k, watched=False)
+        bulk_paths = self.bulk_paths()
         for i, b in enumerate(bulks):
-            path = topo.ecmp_path(b.src, b.dst, (-2, i, 0))
-            bulk_paths.append(path)
+            path = bulk_paths[i]
             eng.add_periodic(path.tolist(), b.nbytes, topo.path_latency(path), self._bulk_next[i] - self.clock,
                              b.period)
         carry_first = len(eng.paths)
