@@ -1,0 +1,239 @@
+"""RTuner: REACT's control plane on a separate CPU thread per rank, over its own Gloo group.
+
+Every rank runs a tuner thread. After each batch of ``batch`` epochs the
+workers send the timing records of those epochs to the leader (``gather``),
+the leader joins them into one :class:`~reactccl.trace.EpochTrace` per epoch,
+feeds them to the REACT controller, and broadcasts an announcement: either
+"keep", or "pattern version v from epoch E on", with E = the first epoch
+after the batch + ``delay`` (default 5, REACT §6.3), so training goes on with
+the old pattern while the round completes and never waits for it.
+
+Agreement: the training thread of every rank switches pattern at the
+announced epoch only; before it starts epoch E it makes sure the round whose
+deadline is E has been announced (normally long done; it waits, bounded by
+``timeout``, only if the control plane is more than ``delay`` epochs late).
+So a rank never runs a pattern the others are not running.
+
+Faults: if the leader's controller raises, the leader announces "frozen" and
+every rank keeps the last agreed pattern, with a logged warning. If the
+control plane itself fails on a rank (a peer died or stalled past
+``timeout``), that rank freezes on its current pattern and warns; the data
+plane (RCollective's timeouts) then reports the dead peer. Two ranks
+can only disagree if an announcement reached some ranks and not others
+(the leader died mid-broadcast); RCollective's agreement check on the
+changed pattern then fails with an error instead of computing garbage.
+
+Controller protocol (``reactccl.tuner.ReactController`` or anything alike):
+``observe(trace: EpochTrace) -> decision | None``, where a decision is a
+:class:`CollectivePattern` or has one in ``.pattern``; it is called once per
+epoch, in order, on the leader only.
+
+Source: REACT §5.4 (feedback loop), §6.2 (RTuner), §6.3 (5-epoch delay, own interface).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import queue
+import threading
+from dataclasses import dataclass
+
+import torch.distributed as dist
+
+from ..pattern import CollectivePattern, dumps, loads, verify
+from .rcollective import RCollective, pattern_digest
+from .records import LocalRecord, assemble_trace, merge_traces
+
+__all__ = ["RTuner", "ControlPlaneError", "Announcement"]
+
+log = logging.getLogger("reactccl.runtime")
+_IFNAME_LOCK = threading.Lock()
+_STOP = object()
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not agree on the pattern in time."""
+
+
+@dataclass(frozen=True)
+class Announcement:
+    """The leader's word after round ``round``: run ``pattern`` (version ``version``) from
+    epoch ``epoch`` on, or keep the current one (``pattern is None``); ``frozen`` gives the
+    reason when the leader stopped tuning."""
+
+    round: int
+    version: int
+    epoch: int
+    pattern: CollectivePattern | None = None
+    frozen: str = ""
+
+
+class RTuner:
+    """REACT's runtime tuner for one :class:`RCollective` (create it on every rank, in the same order).
+
+    Args:
+        rc: the collective whose pattern is tuned.
+        controller: the REACT controller (used on the leader only; may be None elsewhere).
+        leader: rank (in ``rc.group``) of the leader; 0 by default.
+        batch: epochs per round (REACT's B).
+        delay: epochs between the end of a round's batch and the epoch its decision applies.
+        timeout: seconds for each control-plane exchange and for the training thread's
+            bounded wait on a late announcement.
+        control_ifname: network interface for the control group (sets
+            ``GLOO_SOCKET_IFNAME`` while the group is created); default: the environment's.
+
+    Raises:
+        ValueError: bad batch/delay/leader, or no controller on the leader.
+    """
+
+    def __init__(self, rc: RCollective, controller=None, leader: int = 0, batch: int = 6, delay: int = 5,
+                 timeout: float = 60.0, control_ifname: str | None = None) -> None:
+        if batch < 1 or delay < 0:
+            raise ValueError(f"batch must be >= 1 and delay >= 0, got batch={batch}, delay={delay}")
+        if not 0 <= leader < rc.world:
+            raise ValueError(f"leader: rank {leader} is not in the group of {rc.world}")
+        self.rc, self.leader, self.batch, self.delay = rc, leader, batch, delay
+        self.timeout = float(timeout)
+        self.is_leader = rc.rank == leader
+        if self.is_leader and controller is None:
+            raise ValueError("the leader needs a controller")
+        self.controller = controller
+        ranks = [dist.get_global_rank(rc.group, r) if rc.group is not None else r for r in range(rc.world)]
+        with _IFNAME_LOCK:
+            old = os.environ.get("GLOO_SOCKET_IFNAME")
+            if control_ifname:
+                os.environ["GLOO_SOCKET_IFNAME"] = control_ifname
+            try:
+                self.group = dist.new_group(ranks, backend="gloo", timeout=datetime.timedelta(seconds=timeout))
+            finally:
+                if control_ifname:
+                    if old is None:
+                        os.environ.pop("GLOO_SOCKET_IFNAME", None)
+                    else:
+                        os.environ["GLOO_SOCKET_IFNAME"] = old
+        self._leader_global = ranks[leader]
+        self.version = 0
+        self.frozen = ""
+        self.changes: list[Announcement] = []
+        self._known = {rc.digest: rc.pattern}
+        self._latest = rc.pattern  # the last announced pattern (tuner thread only)
+        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._announced: dict[int, Announcement] = {}
+        self._cv = threading.Condition()
+        self._thread = threading.Thread(target=self._loop, name=f"rtuner-{rc.rank}", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------ training thread
+    def deadline(self, round_: int) -> int:
+        """The epoch from which round ``round_``'s decision applies."""
+        return (round_ + 1) * self.batch + self.delay
+
+    def before_epoch(self, epoch: int) -> CollectivePattern:
+        """Call before running epoch ``epoch``: switches ``rc`` to the pattern agreed for it and returns it."""
+        if (epoch - self.delay) % self.batch == 0 and epoch >= self.batch + self.delay:
+            k = (epoch - self.delay) // self.batch - 1
+            ann = self._wait_round(k)
+            if ann is not None and ann.pattern is not None and ann.epoch == epoch:
+                self.rc.set_pattern(ann.pattern)
+                self.changes.append(ann)
+                log.info("rank %d: epoch %d runs pattern version %d", self.rc.rank, epoch, ann.version)
+        return self.rc.pattern
+
+    def after_epoch(self, epoch: int, records: list[LocalRecord]) -> None:
+        """Hand epoch ``epoch``'s records (one per call of the collective) to the tuner thread."""
+        self._inbox.put((epoch, records))
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the tuner thread (a round in progress finishes or times out)."""
+        self._inbox.put(_STOP)
+        self._thread.join(timeout)
+
+    def _wait_round(self, k: int) -> Announcement | None:
+        with self._cv:
+            ok = self._cv.wait_for(lambda: k in self._announced or bool(self.frozen), timeout=self.timeout)
+            if not ok:
+                self._freeze(f"no announcement for round {k} within {self.timeout:g} s")
+            return self._announced.pop(k, None)
+
+    def _freeze(self, why: str) -> None:
+        if not self.frozen:
+            self.frozen = why
+            log.warning("rank %d: REACT tuning stopped (%s); the job keeps running on the last agreed pattern "
+                        "(digest %x)", self.rc.rank, why, self.rc.digest)
+
+    # ---------------------------------------------------------- tuner thread
+    def _loop(self) -> None:
+        k = 0
+        try:
+            while True:
+                batch = []
+                while len(batch) < self.batch:
+                    item = self._inbox.get()
+                    if item is _STOP:
+                        return
+                    batch.append(item)
+                ann = self._round(k, batch)
+                with self._cv:
+                    if ann.frozen:
+                        self._freeze(f"leader: {ann.frozen}")
+                    else:
+                        self._announced[k] = ann
+                    self._cv.notify_all()
+                if ann.frozen:
+                    return
+                k += 1
+        except Exception as e:  # noqa: BLE001 - a control-plane failure must not stop training
+            with self._cv:
+                self._freeze(f"control plane failed in round {k}: {e}")
+                self._cv.notify_all()
+
+    def _round(self, k: int, batch: list) -> Announcement:
+        got = [None] * self.rc.world if self.is_leader else None
+        dist.gather_object(batch, got, dst=self._leader_global, group=self.group)
+        msg = [None]
+        if self.is_leader:
+            try:
+                msg[0] = self._decide(k, got)
+            except Exception as e:  # noqa: BLE001 - the leader's failure is announced, not fatal
+                log.warning("REACT leader: controller failed in round %d: %r", k, e)
+                msg[0] = ("frozen", f"controller failed in round {k}: {e!r}")
+        dist.broadcast_object_list(msg, src=self._leader_global, group=self.group)
+        kind = msg[0][0]
+        if kind == "frozen":
+            return Announcement(k, self.version, self.deadline(k), None, msg[0][1])
+        if kind == "keep":
+            return Announcement(k, self.version, self.deadline(k))
+        _, version, epoch, text = msg[0]
+        pattern = loads(text)
+        self.version = version
+        self._latest = pattern
+        self._known[pattern_digest(pattern)] = pattern
+        return Announcement(k, version, epoch, pattern)
+
+    def _decide(self, k: int, got: list) -> tuple:
+        """Leader: traces of the batch -> controller -> the announcement message."""
+        decision = None
+        for i in range(self.batch):
+            epoch = got[0][i][0]
+            per_rank = [got[r][i][1] for r in range(self.rc.world)]
+            calls = len(per_rank[0])
+            if any(len(x) != calls for x in per_rank):
+                raise ControlPlaneError(f"epoch {epoch}: ranks ran different numbers of calls "
+                                        f"{[len(x) for x in per_rank]}")
+            traces = []
+            for j in range(calls):
+                recs = [x[j] for x in per_rank]
+                traces.append(assemble_trace(self._known[recs[0].digest], recs))
+            if traces:
+                d = self.controller.observe(merge_traces(traces))
+                if d is not None:
+                    decision = d
+        if decision is None:
+            return ("keep",)
+        pattern = decision if isinstance(decision, CollectivePattern) else decision.pattern
+        if pattern_digest(pattern) == pattern_digest(self._latest):
+            return ("keep",)
+        verify(pattern)
+        return ("change", self.version + 1, self.deadline(k), dumps(pattern))

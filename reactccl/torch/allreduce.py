@@ -1,0 +1,128 @@
+"""``ReactAllReduce``: an AllReduce for training code that runs a REACT-tuned pattern.
+
+    import reactccl.torch as rt
+    allreduce = rt.ReactAllReduce()          # after dist.init_process_group("gloo" or "nccl")
+    for step in ...:
+        allreduce(grad)                      # in place, one epoch per call
+
+With ``react=True`` (default) every rank starts an :class:`~reactccl.runtime.RTuner`
+thread; the leader runs the REACT controller (``reactccl.tuner.ReactController``
+unless ``controller=`` is given) and swaps ranks between pattern positions as it
+finds congestion. ``react=False`` runs the static pattern (the baseline).
+
+Source: REACT §6 (RCollective, RTuner); the epoch/batch/delay defaults are §5.4 and §6.3.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from ..algorithms import generate
+from ..pattern import Collective, CollectivePattern
+from ..runtime.rcollective import RCollective
+from ..runtime.rtuner import RTuner
+
+__all__ = ["ReactAllReduce", "default_controller"]
+
+
+def default_controller(pattern: CollectivePattern, params=None):
+    """REACT's controller for ``pattern`` (``reactccl.tuner.ReactController(pattern, params)``).
+
+    Raises:
+        RuntimeError: ``reactccl.tuner`` does not provide ``ReactController``.
+    """
+    try:
+        from ..tuner import ReactController
+    except ImportError as e:
+        raise RuntimeError("reactccl.tuner.ReactController is not available; pass controller= "
+                           f"(an object with observe(trace)) or react=False ({e})") from e
+    return ReactController(pattern, params) if params is not None else ReactController(pattern)
+
+
+class ReactAllReduce:
+    """A sum AllReduce (in place) running a collective pattern on ``group``, tuned by REACT.
+
+    Args:
+        group: process group (default: the default group).
+        algorithm: a registered generator name (``reactccl pattern list``) or a
+            ready :class:`CollectivePattern` over the group's ranks; must be an AllReduce.
+        react: run the REACT tuner (else the pattern stays static).
+        controller: the controller the leader uses: an object with
+            ``observe(trace)``, or a callable ``f(pattern)`` returning one;
+            default :func:`default_controller`. Only the leader calls it.
+        params: passed to the default controller.
+        batch, delay, leader, control_ifname: see :class:`RTuner` (B = 6, 5-epoch delay, rank 0).
+        timeout: seconds any data-plane wait may take (:class:`RCollective`).
+        control_timeout: seconds for control-plane exchanges (default ``timeout``).
+        average: divide the sum by the group size (floating dtypes), as DDP wants.
+        check: RCollective's agreement check (``"change"``, ``"always"``, ``"never"``).
+        **options: passed to the generator (e.g. ``slices=4`` for ``nccl-tree``).
+
+    Raises:
+        ValueError: the pattern is not an AllReduce or does not fit the group.
+        RuntimeError: torch.distributed is not initialised, or no controller is available.
+    """
+
+    def __init__(self, group=None, algorithm: str | CollectivePattern = "nccl-tree", react: bool = True, *,
+                 controller=None, params=None, batch: int = 6, delay: int = 5, leader: int = 0,
+                 timeout: float = 60.0, control_timeout: float | None = None, control_ifname: str | None = None,
+                 average: bool = False, check: str = "change", **options) -> None:
+        if not dist.is_initialized():
+            raise RuntimeError("ReactAllReduce: torch.distributed is not initialised (call init_process_group)")
+        self.world = dist.get_world_size(group)
+        pattern = algorithm if isinstance(algorithm, CollectivePattern) else generate(algorithm, self.world, **options)
+        if pattern.collective is not Collective.ALLREDUCE:
+            raise ValueError(f"ReactAllReduce needs an allreduce pattern, {pattern.name or 'the pattern'} "
+                             f"computes {pattern.collective.value}")
+        self.rc = RCollective(pattern, group, timeout=timeout, check=check)
+        self.average = average
+        self.tuner: RTuner | None = None
+        if react:
+            ctrl = None
+            if self.rc.rank == leader:
+                ctrl = controller if controller is not None else (lambda p: default_controller(p, params))
+                if not hasattr(ctrl, "observe"):
+                    ctrl = ctrl(pattern)
+            self.tuner = RTuner(self.rc, ctrl, leader=leader, batch=batch, delay=delay,
+                                timeout=control_timeout or timeout, control_ifname=control_ifname)
+        self.epoch = 0
+        self._records: list = []
+
+    @property
+    def pattern(self) -> CollectivePattern:
+        """The pattern the next call runs."""
+        return self.rc.pattern
+
+    @property
+    def changes(self) -> list:
+        """The pattern changes applied so far (:class:`~reactccl.runtime.rtuner.Announcement`)."""
+        return self.tuner.changes if self.tuner else []
+
+    def __call__(self, tensor: torch.Tensor) -> torch.Tensor:
+        """AllReduce ``tensor`` in place as one epoch; returns it."""
+        return self.run(tensor, end_epoch=True)
+
+    def run(self, tensor: torch.Tensor, end_epoch: bool = True) -> torch.Tensor:
+        """AllReduce ``tensor`` in place; ``end_epoch=False`` keeps the epoch open for more
+        calls (the gradient buckets of one training step form one epoch)."""
+        if not self._records and self.tuner is not None:
+            self.tuner.before_epoch(self.epoch)
+        self.rc(tensor, epoch=self.epoch)
+        self._records.append(self.rc.last_record)
+        if self.average:
+            if not tensor.is_floating_point():
+                raise TypeError(f"average=True needs a floating tensor, got {tensor.dtype}")
+            tensor.div_(self.world)
+        if end_epoch:
+            if self.tuner is not None:
+                self.tuner.after_epoch(self.epoch, self._records)
+            self._records = []
+            self.epoch += 1
+        return tensor
+
+    def close(self) -> None:
+        """Stop the tuner thread and the waiter threads."""
+        if self.tuner is not None:
+            self.tuner.close()
+        self.rc.close()

@@ -1,0 +1,116 @@
+"""RTuner's control plane on real Gloo groups, driven by a tiny deterministic controller."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+from reactccl.algorithms import generate  # noqa: E402
+from reactccl.runtime import FlowTimeoutError, pattern_digest  # noqa: E402
+from reactccl.runtime.local import run_local  # noqa: E402
+from reactccl.torch import ReactAllReduce  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+
+class RotateEvery:
+    """Every ``every``-th observed trace, answer the current pattern with all ranks shifted by one."""
+
+    def __init__(self, pattern, every=6):
+        self.pattern, self.every = pattern, every
+        self.seen = []
+
+    def observe(self, trace):
+        assert trace.fct.min() >= 0 and trace.flow_bytes.sum() > 0
+        self.seen.append((trace.epoch, pattern_digest(trace.pattern)))
+        if len(self.seen) % self.every == 0:
+            n = self.pattern.num_ranks
+            self.pattern = self.pattern.relabel(np.roll(np.arange(n), 1))
+            return self.pattern
+        return None
+
+
+class Broken:
+    def observe(self, trace):
+        raise RuntimeError("controller bug")
+
+
+def _epochs(ar, rank, n_epochs, die_at=None):
+    digests, ok = [], []
+    for e in range(n_epochs):
+        x = torch.randint(-100, 100, (17,), generator=torch.Generator().manual_seed(rank * 100 + e))
+        want = x.clone()
+        dist.all_reduce(want)
+        if die_at is not None and e == die_at and rank == 2:
+            os._exit(3)
+        ar(x)
+        digests.append(ar.rc.last_record.digest)
+        ok.append(bool(torch.equal(x, want)))
+    return digests, ok
+
+
+def _child_rotate(rank, world):
+    ring = generate("ring", world)
+    ctrl = RotateEvery(ring)
+    ar = ReactAllReduce(algorithm=ring, controller=ctrl, batch=3, delay=2, timeout=20)
+    digests, ok = _epochs(ar, rank, 20)
+    ar.close()
+    return dict(digests=digests, ok=ok, seen=ctrl.seen if rank == 0 else None,
+                changes=[(a.round, a.version, a.epoch) for a in ar.changes], frozen=ar.tuner.frozen,
+                first=pattern_digest(ring), second=pattern_digest(ring.relabel([2, 0, 1])))
+
+
+def _child_broken(rank, world):
+    ring = generate("ring", world)
+    ar = ReactAllReduce(algorithm=ring, controller=Broken(), batch=2, delay=1, timeout=20)
+    digests, ok = _epochs(ar, rank, 10)
+    time.sleep(0.5)
+    ar.close()
+    return dict(digests=digests, ok=ok, frozen=ar.tuner.frozen, first=pattern_digest(ring))
+
+
+def _child_dies(rank, world):
+    ar = ReactAllReduce(algorithm=generate("ring", world), controller=RotateEvery(generate("ring", world)),
+                        batch=2, delay=1, timeout=3)
+    t = time.monotonic()
+    try:
+        _epochs(ar, rank, 8, die_at=5)
+        return ("no error", 0.0)
+    except FlowTimeoutError as e:
+        return (str(e), time.monotonic() - t)
+
+
+def test_pattern_changes_apply_at_the_announced_epoch_on_every_rank():
+    res = run_local(_child_rotate, 3, timeout=180)
+    # rounds of 3 epochs; the controller answers at its 6th and 12th trace (rounds 1 and 3),
+    # applied 2 epochs after each round: epochs 2*3+2 = 8 and 4*3+2 = 14
+    first, second = res[0]["first"], res[0]["second"]
+    for r in res:
+        assert all(r["ok"])
+        assert r["digests"] == res[0]["digests"]          # never two patterns at once
+        assert r["changes"] == [(1, 1, 8), (3, 2, 14)]
+        assert not r["frozen"]
+    d = res[0]["digests"]
+    assert d[:8] == [first] * 8 and d[8:14] == [second] * 6 and d[14] not in (first, second)
+    seen = res[0]["seen"]
+    assert [e for e, _ in seen] == list(range(18))         # rounds 0..5 reached the leader, in order
+    assert [g for _, g in seen] == d[:18]                  # traces carry the pattern that ran
+
+
+def test_leader_failure_keeps_last_pattern_and_says_so():
+    res = run_local(_child_broken, 3, timeout=120)
+    for r in res:
+        assert all(r["ok"]) and set(r["digests"]) == {r["first"]}
+        assert "controller failed in round 0" in r["frozen"] and "controller bug" in r["frozen"]
+
+
+def test_worker_death_fails_the_others_with_a_clear_error():
+    res = run_local(_child_dies, 3, timeout=120, allow_errors=True)
+    for rank in (0, 1):
+        msg, took = res[rank]
+        assert "RCollective on rank" in msg and "step" in msg and "rank" in msg
+        assert took < 60
