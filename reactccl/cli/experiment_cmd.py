@@ -1,0 +1,73 @@
+"""``reactccl experiment NAME``: reproduce one of REACT's simulation figures (§7.3, C.2, C.3).
+
+Writes ``OUT/NAME.json`` and ``OUT/NAME.png`` and prints the improvement table; ``list``
+shows the experiments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+
+from ..experiments import EXPERIMENTS, experiment_table, run_experiment
+
+
+def _param(text: str) -> tuple[str, object]:
+    key, eq, value = text.partition("=")
+    if not eq or not key.strip():
+        raise argparse.ArgumentTypeError(f"--param: expected NAME=VALUE, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add the ``experiment`` subcommand."""
+    names = ", ".join(EXPERIMENTS)
+    p = sub.add_parser("experiment", help="reproduce a REACT simulation figure (fig5a, fig5b, fig6, ...)",
+                       description=f"Reproduce a REACT simulation experiment: {names}, or 'list'.")
+    p.add_argument("name", help=f"experiment name ({names}) or 'list'")
+    p.add_argument("--quick", action="store_true", help="reduced sweep: few settings, 2 scenarios of 30 epochs")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all usable CPUs)")
+    p.add_argument("--out", default="results", help="output folder for NAME.json and NAME.png (default: results)")
+    p.add_argument("--seed", type=int, default=0, help="base seed of the scenario generator (default 0)")
+    p.add_argument("--scenarios", type=int, default=None, help="scenarios per setting (paper: 10; fig6/fig7: 5)")
+    p.add_argument("--epochs", type=int, default=None, help="epochs per run (paper: 100)")
+    p.add_argument("--warmup", type=int, default=None, help="epochs left out of the metrics (paper: 25)")
+    p.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                   help="a REACT parameter (Table 3 name in reactccl.tuner.ReactParams), repeatable")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the result document (without per-epoch times)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the experiment; returns the exit code (2 on a bad name or setting)."""
+    console = Console()
+    if args.name == "list":
+        for e in EXPERIMENTS.values():
+            console.print(f"[bold]{e.name}[/bold]  {e.title}")
+        return 0
+    if args.name not in EXPERIMENTS:
+        console.print(f"[red]unknown experiment {args.name!r}; known: {', '.join(EXPERIMENTS)}[/red]")
+        return 2
+    try:
+        doc = run_experiment(args.name, quick=args.quick, jobs=args.jobs, out=args.out, seed=args.seed,
+                             scenarios=args.scenarios, epochs=args.epochs, warmup=args.warmup,
+                             params=dict(args.param), progress=not args.no_progress and not args.json,
+                             console=Console(stderr=True))
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/red]")
+        return 2
+    if args.json:
+        slim = {k: v for k, v in doc.items() if k != "scenarios"}
+        print(json.dumps(slim, indent=1))
+        return 0
+    console.print(experiment_table(doc))
+    console.print(f"notes: {doc['notes']}")
+    console.print(f"{doc['config']['scenario_count']} scenarios in {doc['wall_s']:.1f} s "
+                  f"({doc['config']['jobs']} workers); wrote {doc['files'].get('json')} and {doc['files'].get('png')}")
+    return 0

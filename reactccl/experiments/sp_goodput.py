@@ -1,0 +1,217 @@
+"""Goodput of SP-allreduce and its competitors against message size (SP-allreduce §7).
+
+Goodput ``G = N (p - 1) / (p T)`` (bit/s, N the message in bits, T the completion time),
+bounded by ``B_v / 2`` with B_v a node's total injection bandwidth (§7.1). Every schedule
+is generated, packed (one message per link and round, :func:`~reactccl.algorithms.torus_common.pack`)
+and timed by one of two engines:
+
+* ``netsim`` — the flow-level simulator :class:`reactccl.netsim.SimulatedCluster` (max-min
+  fair sharing, per-link latency = the hop latency, data-driven flow starts, one fixed
+  shortest path per flow). The paper uses SST, a packet-level simulator: see
+  :data:`PAPER` and the experiment notes for what that changes.
+* ``model`` — the round-synchronous α-β model of :mod:`reactccl.cost.deficiency`: each
+  round costs its longest route x hop latency + its most loaded link's bytes / link rate.
+
+A *family* (SP, k-SP, Bucket, Swing, Trivance, Ring, RD) may have several variants (Swing
+B and L, k-SP for each k); like the paper, a family's curve is its best variant at each size.
+
+Source: SP-allreduce (arXiv 2610.16387) §7.1-7.6.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..algorithms import generate
+from ..algorithms.torus_common import pack
+from ..cost.deficiency import deficiency, round_times
+from ..pattern import CollectivePattern, PatternError, verify
+from ..topology.torus import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE, HyperXGeometry, SpineLeafGeometry,
+                              TorusGeometry, fabric_topology)
+
+__all__ = ["Fabric", "SIZES", "Variant", "family_variants", "GoodputRun", "goodput_sweep", "VERIFY_LIMIT"]
+
+KIB, MIB = 1024, 1024 * 1024
+SIZES = [64 * KIB * 2 ** i for i in range(13)]  # 64 KiB .. 256 MiB, §7
+VERIFY_LIMIT = 256  # exact count check up to this many ranks; structural (generator) checks beyond
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """A network of the paper's evaluation.
+
+    Attributes:
+        kind: "torus", "hyperx" or "spineleaf".
+        shape: torus/HyperX sides; for spine-leaf ``(leaves, q)`` (hosts laid out as a
+            leaves x q grid for the torus baselines).
+    """
+
+    kind: str
+    shape: tuple[int, ...]
+
+    @property
+    def label(self) -> str:
+        """e.g. ``torus 8x8``."""
+        return f"{self.kind} {'x'.join(map(str, self.shape))}"
+
+    @property
+    def num_nodes(self) -> int:
+        """Compute nodes p."""
+        return int(np.prod(self.shape))
+
+    def geometry(self):
+        """The routing geometry (:mod:`reactccl.topology.torus`)."""
+        if self.kind == "torus":
+            return TorusGeometry(self.shape)
+        if self.kind == "hyperx":
+            return HyperXGeometry(self.shape)
+        if self.kind == "spineleaf":
+            return SpineLeafGeometry(q=self.shape[1], leaves=self.shape[0])
+        raise ValueError(f"fabric kind must be torus, hyperx or spineleaf, got {self.kind!r}")
+
+    def topology(self, link_rate: float, hop_latency: float):
+        """The :class:`reactccl.topology.Topology` the simulator runs on."""
+        if self.kind == "spineleaf":
+            from ..topology import leaf_spine
+            return leaf_spine(self.shape[0], self.shape[1], self.shape[1], rate=link_rate, latency=hop_latency)
+        return fabric_topology(self.geometry(), link_rate, hop_latency)
+
+    def bound(self, link_rate: float) -> float:
+        """Goodput bound B_v / 2 in bit/s (B_v = links per node x link rate)."""
+        return self.geometry().degree * link_rate / 2
+
+
+@dataclass
+class Variant:
+    """One schedule of a family: its label, generator name and options."""
+
+    family: str
+    label: str
+    name: str
+    options: dict = field(default_factory=dict)
+
+    def pattern(self, p: int) -> CollectivePattern:
+        """The verified (exactly up to :data:`VERIFY_LIMIT` ranks) pattern."""
+        pat = generate(self.name, p, check=False, **self.options)
+        if p <= VERIFY_LIMIT:
+            verify(pat)
+        return pat
+
+
+def family_variants(fabric: Fabric, families: list[str], ks: list[int] | None = None) -> list[Variant]:
+    """The variants of each family that exist on ``fabric`` (variants whose generator
+    refuses this shape, e.g. Trivance-L off powers of three, are left out)."""
+    shape = tuple(fabric.shape)
+    tor = {"shape": shape}
+    out: list[Variant] = []
+    for fam in families:
+        if fam == "SP":
+            if fabric.kind == "torus":
+                out.append(Variant(fam, "sp-allreduce", "sp-allreduce", tor))
+            elif fabric.kind == "hyperx":
+                out.append(Variant(fam, "sp-hyperx", "sp-hyperx", tor))
+            else:
+                out.append(Variant(fam, "sp-spineleaf", "sp-spineleaf", {"q": shape[1]}))
+        elif fam == "k-SP":
+            H = sum(n // 2 for n in shape)
+            for k in (ks or list(range(1, H + 1))):
+                out.append(Variant(fam, f"k={k}", "k-sp-allreduce", {"k": k, "shape": shape}))
+        elif fam == "Bucket":
+            out.append(Variant(fam, "bucket", "bucket", tor))
+        elif fam == "Swing":
+            out += [Variant(fam, "swing-b", "swing-b", tor), Variant(fam, "swing-l", "swing-l", tor)]
+        elif fam == "Trivance":
+            out += [Variant(fam, "trivance-b", "trivance-b", tor), Variant(fam, "trivance-l", "trivance-l", tor)]
+        elif fam == "Ring":
+            out.append(Variant(fam, "torus-ring", "torus-ring", tor) if fabric.kind == "torus"
+                       else Variant(fam, "ring", "ring", {}))
+        elif fam == "RD":
+            out.append(Variant(fam, "rd-allreduce", "rd-allreduce", {}))
+        else:
+            raise ValueError(f"unknown family {fam!r}; known: SP, k-SP, Bucket, Swing, Trivance, Ring, RD")
+    return out
+
+
+@dataclass
+class GoodputRun:
+    """Result of :func:`goodput_sweep`.
+
+    Attributes:
+        rows: one dict per (variant, size): family, variant, size (bytes), time (s),
+            goodput (bit/s), fraction of the bound.
+        best: one dict per (family, size): the best variant and its goodput.
+        skipped: ``{variant: reason}`` for variants whose generator refused the fabric.
+        meta: fabric, engine, link rate, hop latency, bound, wall time, flows simulated, flows/s.
+    """
+
+    rows: list[dict]
+    best: list[dict]
+    skipped: dict
+    meta: dict
+
+
+def _time_one(engine, packed, fabric, size, link_rate, hop_latency, topo, d):
+    if engine == "netsim":
+        from ..netsim import SimulatedCluster
+        cl = SimulatedCluster(topo, np.arange(packed.num_ranks), size, ecmp_ports=1)
+        return cl.run_epoch(packed).duration
+    return float(round_times(d, size, link_rate, hop_latency).sum())
+
+
+def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None = None,
+                  link_rate: float = DEFAULT_LINK_RATE, hop_latency: float = DEFAULT_HOP_LATENCY,
+                  engine: str = "netsim", ks: list[int] | None = None, log=print) -> GoodputRun:
+    """Time every variant of ``families`` on ``fabric`` for every message size.
+
+    Args:
+        sizes: message sizes in bytes (default :data:`SIZES`).
+        link_rate: bit/s per link; hop_latency: s per hop.
+        engine: "netsim" or "model" (see the module docstring).
+        ks: depth bounds tried for k-SP (default 1..H).
+        log: progress printer (``None`` for silence).
+
+    Raises:
+        ValueError: unknown engine or family.
+    """
+    if engine not in ("netsim", "model"):
+        raise ValueError(f"engine must be 'netsim' or 'model', got {engine!r}")
+    sizes = list(SIZES if sizes is None else sizes)
+    log = log or (lambda *a, **k: None)
+    t0 = time.perf_counter()
+    p = fabric.num_nodes
+    topo = fabric.topology(link_rate, hop_latency) if engine == "netsim" else None
+    geom = fabric.geometry()
+    bound = fabric.bound(link_rate)
+    rows, skipped, flows = [], {}, 0
+    for var in family_variants(fabric, families, ks):
+        try:
+            pat = var.pattern(p)
+        except PatternError as e:
+            skipped[var.label] = str(e)
+            continue
+        packed = pack(pat)
+        d = deficiency(packed, geom) if engine == "model" else None
+        tv = time.perf_counter()
+        for size in sizes:
+            T = _time_one(engine, packed, fabric, size, link_rate, hop_latency, topo, d)
+            flows += packed.num_flows
+            G = size * 8 * (p - 1) / (p * T)
+            rows.append(dict(family=var.family, variant=var.label, size=int(size), time=T, goodput=G,
+                             fraction=G / bound, steps=packed.num_steps))
+        log(f"  {var.family:9s} {var.label:14s} {packed.num_steps:4d} steps {packed.num_flows:8d} messages "
+            f"{time.perf_counter() - tv:6.2f} s")
+    best = []
+    for fam in dict.fromkeys(r["family"] for r in rows):
+        for size in sizes:
+            cand = [r for r in rows if r["family"] == fam and r["size"] == size]
+            b = max(cand, key=lambda r: r["goodput"])
+            best.append(dict(family=fam, size=int(size), goodput=b["goodput"], fraction=b["fraction"],
+                             variant=b["variant"], time=b["time"]))
+    wall = time.perf_counter() - t0
+    meta = dict(fabric=fabric.label, engine=engine, link_rate=link_rate, hop_latency=hop_latency,
+                bound=bound, wall_s=wall, messages_simulated=flows,
+                messages_per_s=flows / wall if wall > 0 else float("nan"))
+    return GoodputRun(rows, best, skipped, meta)
