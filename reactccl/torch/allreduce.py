@@ -49,7 +49,7 @@ class ReactAllReduce:
             ready :class:`CollectivePattern` over the group's ranks; must be an AllReduce.
         react: run the REACT tuner (else the pattern stays static).
         controller: the controller the leader uses: an object with
-            ``observe(trace)``, or a callable ``f(pattern)`` returning one;
+            ``observe(trace)``, or a class/callable ``f(pattern)`` returning one;
             default :func:`default_controller`. Only the leader calls it.
         params: passed to the default controller.
         batch, delay, leader, control_ifname: see :class:`RTuner` (B = 6, 5-epoch delay, rank 0).
@@ -82,7 +82,7 @@ class ReactAllReduce:
             ctrl = None
             if self.rc.rank == leader:
                 ctrl = controller if controller is not None else (lambda p: default_controller(p, params))
-                if not hasattr(ctrl, "observe"):
+                if isinstance(ctrl, type) or not hasattr(ctrl, "observe"):
                     ctrl = ctrl(pattern)
             self.tuner = RTuner(self.rc, ctrl, leader=leader, batch=batch, delay=delay,
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)

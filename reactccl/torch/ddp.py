@@ -12,9 +12,8 @@ completed future, so communication does not overlap the rest of backward
 are identical on every rank.
 
 Source: PyTorch DDP communication hooks (``torch.distributed.algorithms.ddp_comm_hooks``).
+No ``from __future__ import annotations`` here: DDP checks the hook's annotations at runtime.
 """
-
-from __future__ import annotations
 
 import torch
 import torch.distributed as dist
@@ -24,7 +23,7 @@ from .allreduce import ReactAllReduce
 __all__ = ["react_hook", "enable_react"]
 
 
-def react_hook(state: ReactAllReduce, bucket: dist.GradBucket) -> torch.futures.Future:
+def react_hook(state: ReactAllReduce, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """DDP comm hook: average ``bucket``'s gradients over the group with ``state``'s pattern."""
     buf = bucket.buffer()
     state.run(buf, end_epoch=bucket.is_last())
