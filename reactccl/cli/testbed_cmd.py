@@ -17,13 +17,15 @@ def _tb():
 
 def _cmd_up(args) -> int:
     tbm = _tb()
-    tb = tbm.Testbed(hosts=args.hosts, rate=args.rate, prefix=args.prefix, queue=args.queue, cc=args.cc)
+    tb = tbm.Testbed(hosts=args.hosts, rate=args.rate, prefix=args.prefix, queue=args.queue, cc=args.cc,
+                     control=args.control)
     tb.up()
     s = tb.state
     print(f"testbed {s.prefix}: {s.hosts} hosts, {s.rate_bps / 1e6:g} Mbit/s each way per link, "
           f"queue {s.queue_bytes // 1024} KiB, TCP {s.cc}")
     for r in range(s.hosts):
-        print(f"  rank {r}: namespace {s.host_ns(r)}  {s.host_addr(r)} dev {tb.ifname}")
+        ctl = f", control {s.control_addr(r)} dev rclc" if s.control else ""
+        print(f"  rank {r}: namespace {s.host_ns(r)}  {s.host_addr(r)} dev {tb.ifname}{ctl}")
     print(f"state: {s.path}; remove with `reactccl testbed down --prefix {s.prefix}`")
     return 0
 
@@ -87,6 +89,21 @@ def _cmd_status(args) -> int:
     return 0
 
 
+def _cmd_experiment(args) -> int:
+    from ..runtime.testbed import experiment as ex  # noqa: PLC0415
+
+    cfg = ex.ExperimentConfig(hosts=tuple(args.hosts), flows=tuple(args.flows), rate=args.rate,
+                              mbytes=args.mbytes, epochs=args.epochs, rounds=args.rounds, skip=args.skip,
+                              algorithm=args.algorithm, modes=tuple(args.modes.split(",")),
+                              victim=args.victim, control=not args.no_control)
+    results = ex.run_experiment(cfg, args.out)
+    print(ex.format_table(ex.summarize(results)))
+    ex.plot_cdf(results, f"{args.out}/cdf.png")
+    print(f"wrote {args.out}/results.json and {args.out}/cdf.png; wall {results['wall_s']:.0f} s, "
+          f"CPU {results['cpu_s']:.0f} s (all ranks and traffic processes)")
+    return 0
+
+
 def _wrap(func):
     def run(args) -> int:
         tbm = _tb()
@@ -119,6 +136,8 @@ def add_parser(subparsers) -> None:
     up.add_argument("--cc", default="reno", choices=["reno", "bbr", "cubic"],
                     help="TCP congestion control inside the namespaces (default reno)")
     up.add_argument("--prefix", default=None, help="name prefix (default: random rclXXXXX)")
+    up.add_argument("--control", action="store_true",
+                    help="add an unshaped control network (rclc) for REACT's control plane")
     up.set_defaults(func=_wrap(_cmd_up))
 
     c = sub.add_parser("congest", help="bulk TCP flows from external namespaces into one host")
@@ -141,6 +160,23 @@ def add_parser(subparsers) -> None:
     prefix_arg(d)
     d.add_argument("--all", action="store_true", help="remove every testbed with a state file")
     d.set_defaults(func=_wrap(_cmd_down))
+
+    e = sub.add_parser("experiment", help="REACT's testbed experiment (Table 2, Fig 11) on the emulator",
+                       description="Baseline vs REACT vs dist.all_reduce under p external flows into one "
+                                   "rank (REACT section 7.2); builds and removes its own testbeds.")
+    e.add_argument("--hosts", type=int, nargs="+", default=[4, 8])
+    e.add_argument("--flows", type=int, nargs="+", default=[0, 1, 2], help="external flow counts p")
+    e.add_argument("--rate", default="200mbit")
+    e.add_argument("--mbytes", type=float, default=4.0, help="AllReduce size in MB (default 4)")
+    e.add_argument("--epochs", type=int, default=30, help="epochs per segment (default 30)")
+    e.add_argument("--rounds", type=int, default=2, help="ABAB segments per mode (default 2)")
+    e.add_argument("--skip", type=int, default=12, help="first epochs of each mode left out (default 12)")
+    e.add_argument("--algorithm", default="nccl-tree")
+    e.add_argument("--modes", default="baseline,react,nccl")
+    e.add_argument("--victim", type=int, default=None, help="congested rank (default: busiest receiver)")
+    e.add_argument("--no-control", action="store_true", help="control plane on the shaped data links")
+    e.add_argument("--out", default="results/testbed", help="output folder (default results/testbed)")
+    e.set_defaults(func=_wrap(_cmd_experiment))
 
     st = sub.add_parser("status", help="list testbeds that are up")
     st.set_defaults(func=_wrap(_cmd_status))

@@ -4,7 +4,8 @@ Each rank gets the environment torchrun would give a one-process-per-node job
 (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK=0``, ``LOCAL_WORLD_SIZE=1``,
 ``GROUP_RANK``/``NODE_RANK``, ``MASTER_ADDR`` = host 0's address, ``MASTER_PORT``)
 plus ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME`` = the host link (without it
-Gloo binds loopback and hangs) and ``REACTCCL_TESTBED_PREFIX``. So the same
+Gloo binds loopback and hangs), ``REACTCCL_TESTBED_PREFIX`` and, with a control
+network, ``REACTCCL_CONTROL_IFNAME``. So the same
 command runs unchanged under real ``torchrun`` across machines.
 
 Like torchrun, when one rank fails the others are stopped; the launcher waits
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .netns import TestbedError
+from .state import CONTROL_IFNAME
 
 if TYPE_CHECKING:
     from .testbed import Testbed
@@ -57,8 +59,10 @@ class RunResult:
 
 
 def rank_env(tb: "Testbed", rank: int, master_port: int) -> dict[str, str]:
-    """The torchrun-style variables for ``rank`` on testbed ``tb``."""
-    return {
+    """The torchrun-style variables for ``rank`` on testbed ``tb`` (plus
+    ``REACTCCL_CONTROL_IFNAME`` when it has a control network)."""
+    control = {"REACTCCL_CONTROL_IFNAME": CONTROL_IFNAME} if tb.state.control else {}
+    return {**control,
         "RANK": str(rank), "WORLD_SIZE": str(tb.hosts),
         "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
         "GROUP_RANK": str(rank), "NODE_RANK": str(rank),

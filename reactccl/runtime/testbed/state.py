@@ -18,10 +18,12 @@ from pathlib import Path
 from .netns import TestbedError
 
 __all__ = ["TestbedState", "CongestionGroup", "state_dir", "new_prefix", "check_prefix",
-           "load_state", "known_prefixes", "HOST_IFNAME"]
+           "load_state", "known_prefixes", "HOST_IFNAME", "CONTROL_IFNAME"]
 
 #: Name of the host-side veth in every host namespace, so one GLOO_SOCKET_IFNAME serves all ranks.
 HOST_IFNAME = "rcl0"
+#: Name of the optional unshaped control-network veth (REACT's control plane, §6.3).
+CONTROL_IFNAME = "rclc"
 
 _PREFIX_RE = re.compile(r"[a-z][a-z0-9]{1,11}")
 
@@ -74,6 +76,7 @@ class TestbedState:
         rate_bps: link rate in bit/s, both directions of every link.
         queue_bytes: bfifo limit of every shaped egress queue.
         cc: TCP congestion control set in every namespace (reno or bbr).
+        control: whether hosts also have an unshaped control link ``rclc`` (10.78.0.0/16).
         externals: number of external (congestion-sender) namespaces created so far.
         congestion: live congestion groups.
     """
@@ -85,6 +88,7 @@ class TestbedState:
     rate_bps: int
     queue_bytes: int
     cc: str
+    control: bool = False
     externals: int = 0
     congestion: list[CongestionGroup] = field(default_factory=list)
 
@@ -106,6 +110,11 @@ class TestbedState:
         """IPv4 address of host ``rank`` (10.77.0.<rank+1>, private to the namespaces)."""
         self.host_ns(rank)
         return f"10.77.{(rank + 1) // 256}.{(rank + 1) % 256}"
+
+    def control_addr(self, rank: int) -> str:
+        """Control-network address of host ``rank`` (10.78.0.<rank+1>)."""
+        self.host_ns(rank)
+        return f"10.78.{(rank + 1) // 256}.{(rank + 1) % 256}"
 
     def external_ns(self, j: int) -> str:
         return f"{self.prefix}-x{j}"

@@ -29,7 +29,7 @@ from . import netns
 from .launcher import RunResult, launch
 from .netns import TestbedError, ip
 from .shaping import DEFAULT_QUEUE_BYTES, parse_rate, parse_size, shape_egress
-from .state import (HOST_IFNAME, CongestionGroup, TestbedState, check_prefix, load_state,
+from .state import (CONTROL_IFNAME, HOST_IFNAME, CongestionGroup, TestbedState, check_prefix, load_state,
                     new_prefix)
 
 __all__ = ["Testbed", "TRAFFIC_SCRIPT", "MAX_CONGEST_SECONDS"]
@@ -57,6 +57,10 @@ class Testbed:
         cc: TCP congestion control inside the namespaces. ``reno`` (default)
             shares a bottleneck about equally between flows, which makes the
             congestion share predictable; ``bbr`` is the kernel default here.
+        control: also give every host an unshaped control link ``rclc``
+            (10.78.0.0/16, its own bridge ``br1``), so REACT's control plane has
+            its own interface as in the paper (§6.3); ranks get
+            ``REACTCCL_CONTROL_IFNAME=rclc``.
     Raises:
         TestbedError / ValueError for bad arguments; TestbedError when root or
         iproute2 is missing (at ``up``), or the prefix is in use.
@@ -65,13 +69,14 @@ class Testbed:
     __test__ = False
 
     def __init__(self, hosts: int = 4, rate: str | int = "200mbit", prefix: str | None = None,
-                 queue: str | int = DEFAULT_QUEUE_BYTES, cc: str = "reno"):
+                 queue: str | int = DEFAULT_QUEUE_BYTES, cc: str = "reno", control: bool = False):
         if not isinstance(hosts, int) or not 1 <= hosts <= 250:
             raise TestbedError(f"hosts={hosts!r}: need an integer in 1..250")
         if cc not in _CC_CHOICES:
             raise TestbedError(f"cc={cc!r}: choose one of {', '.join(_CC_CHOICES)}")
         self.state = TestbedState(prefix=check_prefix(prefix or new_prefix()), hosts=hosts,
-                                  rate_bps=parse_rate(rate), queue_bytes=parse_size(queue), cc=cc)
+                                  rate_bps=parse_rate(rate), queue_bytes=parse_size(queue), cc=cc,
+                                  control=bool(control))
         self._is_up = False
 
     @classmethod
@@ -123,8 +128,13 @@ class Testbed:
             self._add_namespace(sw)
             ip(sw, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
             ip(sw, "link", "set", "br0", "up")
+            if self.state.control:
+                ip(sw, "link", "add", "br1", "type", "bridge", "stp_state", "0", "forward_delay", "0")
+                ip(sw, "link", "set", "br1", "up")
             for r in range(self.hosts):
                 self._add_node(self.host_ns(r), f"h{r}", self.host_addr(r))
+                if self.state.control:
+                    self._add_control_link(r)
         except BaseException:
             self.down()
             raise
@@ -167,6 +177,14 @@ class Testbed:
         shape_egress(sw, port, self.rate_bps, self.state.queue_bytes)
         ip(sw, "link", "set", port, "up")
         ip(ns, "link", "set", HOST_IFNAME, "up")
+
+    def _add_control_link(self, rank: int) -> None:
+        """Unshaped veth ``rclc`` <-> ``c<rank>`` on bridge br1 (the control network)."""
+        sw, ns = self.state.switch_ns, self.host_ns(rank)
+        ip(sw, "link", "add", f"c{rank}", "type", "veth", "peer", "name", CONTROL_IFNAME, "netns", ns)
+        ip(sw, "link", "set", f"c{rank}", "master", "br1", "up")
+        ip(ns, "addr", "add", f"{self.state.control_addr(rank)}/16", "dev", CONTROL_IFNAME)
+        ip(ns, "link", "set", CONTROL_IFNAME, "up")
 
     # -- processes ----------------------------------------------------------------------
     def popen(self, ns: str, argv: Sequence[str], **kwargs) -> subprocess.Popen:

@@ -1,0 +1,222 @@
+"""The paper's testbed experiment (REACT §7.2, Table 2; Fig 11 in C.1) on the emulated cluster.
+
+For each host count N and number p of external flows: build the star
+(:class:`~.testbed.Testbed`), start p bulk TCP flows into one rank (the
+*victim*: by default the rank that receives the largest share of the message in
+the initial pattern, a tree's busiest inner node), and run
+:mod:`.worker` on every host: AllReduce epochs of the static pattern
+(baseline), the same pattern under REACT, and ``dist.all_reduce`` (the paper's
+NCCL curve; Gloo here), interleaved ABAB. Reported per (N, p): mean and p95
+epoch time of each, the ratios baseline/REACT (the paper's speedup), and the
+number of pattern changes REACT made.
+
+Differences from the paper, on purpose: Gloo over TCP on shaped veths instead of
+NCCL on 200 Gbit/s Slingshot; flows are TCP bulk transfers, not RDMA
+ping-pong; a few MB and tens of epochs instead of 100 MB and 5k epochs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .netns import TestbedError
+from .testbed import Testbed
+
+__all__ = ["ExperimentConfig", "run_experiment", "summarize", "format_table", "plot_cdf",
+           "default_victim", "PAPER_TABLE2"]
+
+#: REACT Table 2 (speedup baseline/REACT, mean and p95, and mean number of changes).
+PAPER_TABLE2 = {(4, 0): (0.964, 0.999, 34), (4, 1): (1.138, 1.101, 35.6), (4, 2): (1.348, 1.145, 33.2),
+                (8, 0): (0.963, 0.980, 41.25), (8, 1): (1.180, 1.165, 40), (8, 2): (1.383, 1.222, 36.25)}
+
+
+@dataclass
+class ExperimentConfig:
+    """Settings of :func:`run_experiment` (defaults: the paper's grid, scaled to one machine).
+
+    Attributes:
+        hosts: host counts N to run.
+        flows: external flow counts p.
+        rate: link rate (tc units).
+        mbytes: AllReduce message size in MB (float32 elements).
+        epochs: epochs per segment; rounds: segments per mode (ABAB interleaving).
+        skip: epochs at the start of each mode left out of the statistics (REACT's
+            first decision lands after one batch plus the 5-epoch delay).
+        algorithm: pattern generator name.
+        modes: subset of ("baseline", "react", "nccl").
+        victim: congested rank; None = :func:`default_victim`.
+        control: give REACT's control plane its own unshaped network.
+        react_options: extra keyword arguments for ``ReactAllReduce``.
+        timeout: seconds allowed for one (N, p) run.
+    """
+
+    hosts: Sequence[int] = (4, 8)
+    flows: Sequence[int] = (0, 1, 2)
+    rate: str = "200mbit"
+    mbytes: float = 4.0
+    epochs: int = 30
+    rounds: int = 2
+    skip: int = 12
+    algorithm: str = "nccl-tree"
+    modes: Sequence[str] = ("baseline", "react", "nccl")
+    victim: int | None = None
+    control: bool = True
+    react_options: dict = field(default_factory=dict)
+    timeout: float = 900.0
+
+
+def default_victim(algorithm: str, n: int) -> int:
+    """The rank receiving the largest share of the message in ``generate(algorithm, n)``
+    (lowest rank on ties): where congestion hurts a static pattern most."""
+    from ...algorithms import generate  # noqa: PLC0415
+
+    p = generate(algorithm, n)
+    into = np.bincount(p.dst, weights=p.flow_fraction, minlength=n)
+    return int(np.argmax(into))
+
+
+def run_experiment(cfg: ExperimentConfig, out_dir: str | Path,
+                   progress: Callable[[str], None] = print) -> dict:
+    """Run every (N, p) of ``cfg``; write ``out_dir/results.json`` and return the results.
+
+    Raises:
+        TestbedError: no root/iproute2, or a run failed (the failing rank's output is included).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results = {"config": asdict(cfg), "runs": []}
+    cpu0, t0 = os.times(), time.monotonic()
+    for n in cfg.hosts:
+        victim = default_victim(cfg.algorithm, n) if cfg.victim is None else cfg.victim
+        with Testbed(hosts=n, rate=cfg.rate, control=cfg.control) as tb:
+            for p in cfg.flows:
+                progress(f"N={n} p={p}: victim rank {victim}, {len(cfg.modes)} modes x "
+                         f"{cfg.rounds} x {cfg.epochs} epochs of {cfg.mbytes:g} MB at {cfg.rate}")
+                if p:
+                    tb.congest(into=victim, flows=p)
+                    time.sleep(1.0)  # let the external flows reach their share
+                try:
+                    run = _run_once(tb, cfg, out / f"n{n}_p{p}.json")
+                finally:
+                    tb.stop_congestion()
+                run.update(hosts=n, flows=p, victim=victim)
+                results["runs"].append(run)
+                progress("  " + _one_line(run, cfg.skip))
+    cpu1 = os.times()
+    results["wall_s"] = time.monotonic() - t0
+    results["cpu_s"] = sum(getattr(cpu1, k) - getattr(cpu0, k)
+                           for k in ("user", "system", "children_user", "children_system"))
+    (out / "results.json").write_text(json.dumps(results))
+    return results
+
+
+def _run_once(tb: Testbed, cfg: ExperimentConfig, path: Path) -> dict:
+    path.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "reactccl.runtime.testbed.worker", "--modes", ",".join(cfg.modes),
+           "--algorithm", cfg.algorithm, "--mbytes", str(cfg.mbytes), "--epochs", str(cfg.epochs),
+           "--rounds", str(cfg.rounds), "--react", json.dumps(cfg.react_options), "--out", str(path)]
+    res = tb.run(cmd, timeout=cfg.timeout, stream=False)
+    if res.returncode != 0 or not path.exists():
+        who = res.failed_rank if res.failed_rank is not None else 0
+        raise TestbedError(f"experiment run on {tb.hosts} hosts failed (exit {res.returncode}, "
+                           f"rank {who}):\n{res.output[who][-3000:]}")
+    return json.loads(path.read_text())
+
+
+def _stats(times: Sequence[float], skip: int) -> tuple[float, float]:
+    xs = np.asarray(times[skip:] if len(times) > skip else times, dtype=float)
+    return float(xs.mean()), float(np.percentile(xs, 95))
+
+
+def summarize(results: dict, skip: int | None = None) -> list[dict]:
+    """One row per (N, p): mean/p95 epoch time (s) per mode, ratios baseline/REACT and
+    baseline/nccl where present, REACT's pattern changes, the victim's share of the
+    message received before and after REACT."""
+    skip = results["config"]["skip"] if skip is None else skip
+    rows = []
+    for run in results["runs"]:
+        row = {"hosts": run["hosts"], "flows": run["flows"], "victim": run["victim"]}
+        for m, entry in run["modes"].items():
+            row[f"{m}_mean"], row[f"{m}_p95"] = _stats(entry["epoch_times"], skip)
+        if "react" in run["modes"]:
+            r = run["modes"]["react"]
+            row["changes"] = r.get("changes")
+            row["victim_in_before"] = run["in_fraction"][run["victim"]]
+            row["victim_in_after"] = r["in_fraction"][run["victim"]]
+            if "baseline" in run["modes"]:
+                row["speedup_mean"] = row["baseline_mean"] / row["react_mean"]
+                row["speedup_p95"] = row["baseline_p95"] / row["react_p95"]
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """Table 2 layout: N, p, speedup (mean, p95), changes, epoch times, and the paper's values."""
+    head = (f"{'N':>2} {'p':>2} | {'speedup mean':>12} {'p95':>6} {'changes':>7} | "
+            f"{'baseline':>9} {'REACT':>9} {'all_reduce':>10} (mean s) | victim in-share | paper mean/p95/chg")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        paper = PAPER_TABLE2.get((r["hosts"], r["flows"]))
+        ptxt = f"{paper[0]:.3f}/{paper[1]:.3f}/{paper[2]:g}" if paper else "-"
+        sm, sp = r.get("speedup_mean"), r.get("speedup_p95")
+        share = (f"{r['victim_in_before']:.2f} -> {r['victim_in_after']:.2f}"
+                 if "victim_in_after" in r else "-")
+        lines.append(
+            f"{r['hosts']:>2} {r['flows']:>2} | {_f(sm, 12, 3)} {_f(sp, 6, 3)} {_f(r.get('changes'), 7, 0)} | "
+            f"{_f(r.get('baseline_mean'), 9, 3)} {_f(r.get('react_mean'), 9, 3)} "
+            f"{_f(r.get('nccl_mean'), 10, 3)} | {share:>15} | {ptxt}")
+    return "\n".join(lines)
+
+
+def _f(v, width: int, prec: int) -> str:
+    return f"{v:>{width}.{prec}f}" if v is not None else f"{'-':>{width}}"
+
+
+def _one_line(run: dict, skip: int) -> str:
+    parts = []
+    for m, e in run["modes"].items():
+        mean, p95 = _stats(e["epoch_times"], skip)
+        parts.append(f"{m} mean {mean * 1e3:.0f} ms p95 {p95 * 1e3:.0f} ms")
+    if "react" in run["modes"]:
+        parts.append(f"{run['modes']['react'].get('changes')} changes")
+    return "; ".join(parts)
+
+
+def plot_cdf(results: dict, path: str | Path, skip: int | None = None) -> None:
+    """Fig 11-style CDFs of epoch time: one panel per (N, p > 0), with that p's baseline,
+    REACT and all_reduce and the p = 0 curves of the same N as references."""
+    import matplotlib  # noqa: PLC0415
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    skip = results["config"]["skip"] if skip is None else skip
+    runs = {(r["hosts"], r["flows"]): r for r in results["runs"]}
+    panels = sorted(k for k in runs if k[1] > 0) or sorted(runs)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    names = {"baseline": "baseline", "react": "REACT", "nccl": "all_reduce"}
+    colors = {"baseline": "tab:green", "react": "tab:red", "nccl": "tab:blue"}
+    for ax, (n, p) in zip(axes[0], panels):
+        for (pp, style) in ((p, "-"), (0, ":")):
+            run = runs.get((n, pp))
+            if run is None or (pp == 0 and p == 0 and style == ":"):
+                continue
+            for m, e in run["modes"].items():
+                xs = np.sort(np.asarray(e["epoch_times"][skip:]) * 1e3)
+                ax.plot(xs, np.arange(1, len(xs) + 1) / len(xs), style, color=colors.get(m),
+                        label=f"{names.get(m, m)} p={pp}")
+        ax.set_title(f"N={n}, p={p}")
+        ax.set_xlabel("epoch time (ms)")
+        ax.set_ylabel("CDF")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

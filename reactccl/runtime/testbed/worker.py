@@ -1,0 +1,135 @@
+"""One rank of the testbed experiment: timed AllReduce epochs in interleaved segments.
+
+Started once per host by :meth:`Testbed.run` (or by real ``torchrun``; only the
+standard ``RANK``/``WORLD_SIZE``/``MASTER_*`` variables are read)::
+
+    python -m reactccl.runtime.testbed.worker --modes baseline,react,nccl \\
+        --rounds 2 --epochs 30 --mbytes 4 --out result.json
+
+Modes, each run as ``rounds`` segments of ``epochs`` epochs in ABAB order
+(baseline, react, nccl, baseline, react, nccl, ...) so slow drifts of the
+machine hit every mode alike:
+
+* ``baseline``: :class:`reactccl.torch.ReactAllReduce` with ``react=False``
+  (RCollective running the static pattern);
+* ``react``: the same with ``react=True`` (RTuner + REACT controller); its state
+  (learned pattern, history) carries over between its segments;
+* ``nccl``: ``dist.all_reduce`` of the backend (Gloo here), the paper's NCCL curve.
+
+An epoch is one AllReduce of ``mbytes`` MB of float32, started after a barrier;
+its time is ``max(exit) - min(enter)`` over ranks (CLOCK_MONOTONIC, shared by all
+namespaces of one machine). Rank 0 writes the JSON result (see :func:`main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+__all__ = ["main"]
+
+MODES = ("baseline", "react", "nccl")
+
+
+def _make_ops(modes, algorithm, react_options):
+    import torch.distributed as dist  # noqa: PLC0415
+
+    from ...torch import ReactAllReduce  # noqa: PLC0415
+
+    ops = {}
+    for mode in modes:
+        if mode == "baseline":
+            ops[mode] = ReactAllReduce(None, algorithm=algorithm, react=False)
+        elif mode == "react":
+            options = {"control_ifname": os.environ.get("REACTCCL_CONTROL_IFNAME"), **react_options}
+            ops[mode] = ReactAllReduce(None, algorithm=algorithm, react=True, **options)
+        elif mode == "nccl":
+            ops[mode] = dist.all_reduce
+        else:
+            raise ValueError(f"mode {mode!r}: choose from {', '.join(MODES)}")
+    return ops
+
+
+def in_fraction(pattern) -> list[float]:
+    """Per rank, the fraction of the message it receives over all flows of ``pattern``
+    (sum of its incoming flows' chunk fractions), shape ``(N,)``."""
+    import numpy as np  # noqa: PLC0415
+
+    return np.bincount(pattern.dst, weights=pattern.flow_fraction, minlength=pattern.num_ranks).tolist()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the segments; rank 0 writes ``{"modes": {mode: {"epoch_times": [...], ...}}, ...}``."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--modes", default="baseline,react,nccl")
+    ap.add_argument("--algorithm", default="nccl-tree")
+    ap.add_argument("--mbytes", type=float, default=4.0, help="AllReduce message size in MB")
+    ap.add_argument("--epochs", type=int, default=30, help="epochs per segment")
+    ap.add_argument("--rounds", type=int, default=2, help="segments per mode (ABAB)")
+    ap.add_argument("--react", default="{}", help="JSON keyword arguments for ReactAllReduce")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds for any one collective")
+    ap.add_argument("--out", required=True, help="JSON result file (written by rank 0)")
+    a = ap.parse_args(argv)
+    modes = [m for m in a.modes.split(",") if m]
+
+    import torch  # noqa: PLC0415
+    import torch.distributed as dist  # noqa: PLC0415
+
+    from ...algorithms import generate  # noqa: PLC0415
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=a.timeout))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    initial = generate(a.algorithm, world)
+    ops = _make_ops(modes, a.algorithm, json.loads(a.react))
+    numel = max(1, int(a.mbytes * 1e6) // 4)
+    x = torch.empty(numel, dtype=torch.float32)
+    expect = float(world * (world - 1) // 2)
+    enter = {m: [] for m in modes}
+    leave = {m: [] for m in modes}
+    for _ in range(a.rounds):
+        for m in modes:
+            for _ in range(a.epochs):
+                x.fill_(float(rank))
+                dist.barrier()
+                t0 = time.monotonic()
+                ops[m](x)
+                t1 = time.monotonic()
+                enter[m].append(t0)
+                leave[m].append(t1)
+            if float(x[0]) != expect or float(x[-1]) != expect:
+                raise RuntimeError(f"rank {rank}, mode {m}: wrong AllReduce result "
+                                   f"{float(x[0])}, {float(x[-1])} (expected {expect})")
+    gathered: list = [None] * world
+    dist.all_gather_object(gathered, {"enter": enter, "leave": leave})
+    if rank == 0:
+        result = {"world": world, "algorithm": a.algorithm, "message_bytes": numel * 4,
+                  "in_fraction": in_fraction(initial),
+                  "epochs": a.epochs, "rounds": a.rounds, "order": modes, "modes": {}}
+        for m in modes:
+            starts = [min(g["enter"][m][e] for g in gathered) for e in range(len(enter[m]))]
+            ends = [max(g["leave"][m][e] for g in gathered) for e in range(len(enter[m]))]
+            entry = {"epoch_times": [b - s for s, b in zip(starts, ends)], "start": starts}
+            if m == "react":
+                changes = [c for c in ops[m].changes if c.pattern is not None]
+                entry["changes"] = len(changes)
+                entry["change_epochs"] = [c.epoch for c in changes]
+                entry["in_fraction"] = in_fraction(ops[m].pattern)
+            result["modes"][m] = entry
+        tmp = a.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(result, f)
+        os.replace(tmp, a.out)
+    for m in modes:
+        if m != "nccl":
+            ops[m].close()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
