@@ -1,0 +1,27 @@
+"""REACT's tuner: congestion detection, safe transforms, pruning, critical paths, the analytical
+estimator and the batch feedback loop (react.md §5, A.2–A.5).
+
+Pure logic on patterns and traces: imports :mod:`reactccl.pattern` and :mod:`reactccl.trace`
+only, so it drives the simulator and real ranks alike through ``run_epoch(pattern) -> EpochTrace``.
+"""
+
+from .controller import ReactController
+from .detect import Congestion, detect_congestion, throughput_matrix
+from .equivalence import (
+    SwapSet, apply_window_swap, brute_force_viable_swaps, candidate_windows, find_viable_swaps, window_mask,
+)
+from .log import Decision, DecisionLog
+from .params import ReactParams
+from .paths import CriticalPath, FctModel, critical_path, path_time
+from .run import ReactRun, run_baseline, run_react
+from .search import Attempt, CongestedNode, SearchResult, apply_transforms, candidate_swaps, congested_nodes
+from .transforms import DegreeTable, Placement, Swap, Transform, TunerError, ViableSwaps
+
+__all__ = [
+    "Attempt", "CongestedNode", "Congestion", "CriticalPath", "Decision", "DecisionLog", "DegreeTable",
+    "FctModel", "Placement", "ReactController", "ReactParams", "ReactRun", "SearchResult", "Swap", "SwapSet",
+    "Transform", "TunerError", "ViableSwaps", "apply_transforms", "apply_window_swap",
+    "brute_force_viable_swaps", "candidate_swaps", "candidate_windows", "congested_nodes", "critical_path",
+    "detect_congestion", "find_viable_swaps", "path_time", "run_baseline", "run_react", "throughput_matrix",
+    "window_mask",
+]

@@ -1,0 +1,141 @@
+"""Critical paths of a weighted TEN and the analytical FCT estimator (REACT §5.4.1).
+
+A flow may start once the flows it depends on (``CollectivePattern.dependencies``: earlier flows
+into its source touching its chunks) have finished; with edge weights = FCTs the epoch time of
+this model is the longest dependency chain, the critical path.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..pattern import CollectivePattern
+
+__all__ = ["CriticalPath", "critical_path", "FctModel", "path_time"]
+
+
+class CriticalPath:
+    """A longest dependency chain: ``flows`` (indices, first to last) and its ``length`` (seconds)."""
+
+    __slots__ = ("flows", "length")
+
+    def __init__(self, flows: np.ndarray, length: float) -> None:
+        self.flows = flows
+        self.length = float(length)
+
+    def nodes(self, pattern: CollectivePattern) -> set[tuple[int, int]]:
+        """TEN vertices ``(step, rank)`` on the path: both endpoints of each flow at its step."""
+        f = self.flows
+        return set(zip(pattern.step[f].tolist(), pattern.src[f].tolist())) | \
+            set(zip(pattern.step[f].tolist(), pattern.dst[f].tolist()))
+
+    def __repr__(self) -> str:
+        return f"CriticalPath({self.flows.tolist()}, {self.length:.6g} s)"
+
+
+def critical_path(pattern: CollectivePattern, weights: np.ndarray) -> CriticalPath:
+    """The longest chain of dependent flows with edge weights ``weights`` (s, shape ``(F,)``).
+
+    Vectorised per step: a flow's finish is its weight plus the latest finish among its
+    dependencies. Ties go to the lowest flow index. Raises ValueError on a shape mismatch or
+    negative weights.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    F = pattern.num_flows
+    if w.shape != (F,):
+        raise ValueError(f"critical_path: weights of shape {w.shape}, pattern has {F} flows")
+    if F == 0:
+        return CriticalPath(np.zeros(0, dtype=np.int64), 0.0)
+    if np.any(w < 0) or not np.all(np.isfinite(w)):
+        raise ValueError("critical_path: weights must be finite and >= 0")
+    ptr, idx = pattern.dependencies()
+    finish = np.zeros(F)
+    pred = np.full(F, -1, dtype=np.int64)
+    order = np.argsort(pattern.step, kind="stable")
+    steps = pattern.step[order]
+    cuts = np.flatnonzero(np.diff(steps)) + 1
+    for sel in np.split(order, cuts):
+        n_dep = ptr[sel + 1] - ptr[sel]
+        has = n_dep > 0
+        start = np.zeros(len(sel))
+        if has.any():
+            s = sel[has]
+            cnt = n_dep[has]
+            seg = np.cumsum(cnt) - cnt
+            flat = idx[np.repeat(ptr[s] - seg, cnt) + np.arange(int(cnt.sum()))]
+            vals = finish[flat]
+            start[has] = np.maximum.reduceat(vals, seg)
+            # argmax inside each segment (first one wins)
+            is_max = vals == np.repeat(start[has], cnt)
+            pos = np.arange(len(vals))
+            first = np.minimum.reduceat(np.where(is_max, pos, len(vals)), seg)
+            pred[s] = flat[first]
+        finish[sel] = start + w[sel]
+    last = int(np.argmax(finish))
+    chain = deque()
+    f = last
+    while f >= 0:
+        chain.appendleft(f)
+        f = int(pred[f])
+    return CriticalPath(np.asarray(chain, dtype=np.int64), float(finish[last]))
+
+
+def path_time(path: CriticalPath, weights: np.ndarray) -> float:
+    """Sum of ``weights`` along the path's flows (seconds)."""
+    return float(np.sum(weights[path.flows]))
+
+
+class FctModel:
+    """Predicts FCTs of a (transformed) pattern from observed ones (REACT §5.4.1 "estimator").
+
+    Each observed flow gives a cost per byte and degree unit, ``c = FCT / (bytes x degree)``.
+    A flow between ranks (src, dst) of a new pattern is predicted as the mean ``c`` of that pair
+    over the history, times its bytes and its degree in the new pattern; a pair never observed gets
+    the median ``c`` of observed flows of the same degree (or of all flows when that degree was
+    never observed).
+
+    Args:
+        num_ranks: N.
+        observations: ``(pattern, fct, bytes)`` per epoch (FCT in s, bytes per flow).
+    """
+
+    def __init__(self, num_ranks: int, observations: Sequence[tuple[CollectivePattern, np.ndarray, np.ndarray]]) -> None:
+        if not observations:
+            raise ValueError("FctModel: no observations")
+        N = self.num_ranks = int(num_ranks)
+        keys, cost, degs = [], [], []
+        for pat, fct, nbytes in observations:
+            live = nbytes > 0
+            d = pat.flow_degree()[live]
+            keys.append((pat.src * N + pat.dst)[live])
+            cost.append(np.asarray(fct)[live] / (np.asarray(nbytes)[live] * np.maximum(d, 1)))
+            degs.append(d)
+        k = np.concatenate(keys)
+        c = np.concatenate(cost)
+        d = np.concatenate(degs)
+        cnt = np.bincount(k, minlength=N * N)
+        tot = np.bincount(k, weights=c, minlength=N * N)
+        self.pair_seen = cnt > 0
+        self.pair_cost = np.divide(tot, cnt, out=np.zeros(N * N), where=cnt > 0)
+        self.global_median = float(np.median(c)) if c.size else 0.0
+        kmax = int(d.max()) + 1 if d.size else 1
+        self.degree_median = np.full(kmax, self.global_median)
+        order = np.argsort(d, kind="stable")
+        ds, cs = d[order], c[order]
+        for deg in np.unique(ds):
+            seg = cs[ds == deg]
+            self.degree_median[deg] = float(np.median(seg))
+
+    def predict(self, pattern: CollectivePattern, flow_bytes: np.ndarray) -> np.ndarray:
+        """Predicted FCTs (s) of ``pattern``'s flows carrying ``flow_bytes`` bytes, shape ``(F,)``."""
+        N = self.num_ranks
+        deg = pattern.flow_degree()
+        key = pattern.src * N + pattern.dst
+        seen = self.pair_seen[key]
+        dm = np.where(deg < len(self.degree_median),
+                      self.degree_median[np.minimum(deg, len(self.degree_median) - 1)], self.global_median)
+        c = np.where(seen, self.pair_cost[key], dm)
+        return c * np.asarray(flow_bytes, dtype=np.float64) * np.maximum(deg, 1)
