@@ -29,7 +29,7 @@ from ..topology.torus import TorusGeometry
 
 __all__ = ["FlowArrays", "tree_schedule", "symmetrize", "intree_allreduce", "mirror_allgather",
            "torus_group", "bfs_tree", "tree_depth", "assemble", "parse_shape", "reach_intrees",
-           "dimension_walk", "whole_vector_flows", "combine"]
+           "dimension_walk", "whole_vector_flows", "combine", "pack"]
 
 FlowArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """``(chunk, step, src, dst, op)``, each shape ``(F,)``; op 0 reduce, 1 copy."""
@@ -334,3 +334,29 @@ def combine(patterns: Sequence[CollectivePattern], name: str = "") -> Collective
         cat(lambda i, q: q.dst), cat(lambda i, q: q.op),
         np.concatenate([[0]] + [q.chunk_ptr[1:] + p_off[i] for i, q in enumerate(patterns)]),
         cat(lambda i, q: q.chunk_idx + c_off[i]), name=name)
+
+
+def pack(pattern: CollectivePattern) -> CollectivePattern:
+    """The same schedule with the flows of one round on one (src, dst) pair packed into one
+    message (SP-allreduce §3.1, §7.1 "Chunks"): all chunks join chunk graph 0 and flows with
+    equal ``(step, src, dst, op)`` merge. Semantics are unchanged (``verify`` still holds);
+    what is lost is the independence of the chunk graphs. Used to simulate and time
+    schedules the way the paper runs them (one message per link and round).
+    """
+    key = ((pattern.step * pattern.num_ranks + pattern.src) * pattern.num_ranks + pattern.dst) * 2 + pattern.op
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    first = np.concatenate(([True], ks[1:] != ks[:-1]))
+    heads = order[first]
+    counts = np.diff(pattern.chunk_ptr)[order]
+    group = np.cumsum(first) - 1
+    ptr = np.zeros(len(heads) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(group, weights=counts, minlength=len(heads)).astype(np.int64), out=ptr[1:])
+    starts = pattern.chunk_ptr[order]
+    # positions of each pair: start of its flow + offset within it
+    offs = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    chunk_idx = pattern.chunk_idx[np.repeat(starts, counts) + offs]
+    return CollectivePattern.from_arrays(
+        pattern.collective, pattern.num_ranks, pattern.chunk_size, np.zeros(pattern.num_chunks, np.int64),
+        pattern.step[heads], pattern.src[heads], pattern.dst[heads], pattern.op[heads], ptr, chunk_idx,
+        root=pattern.root, name=(pattern.name + " packed").strip(), check=False)

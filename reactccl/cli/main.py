@@ -15,6 +15,9 @@ COMMANDS = [
     "reactccl.cli.pattern_cmd",
     "reactccl.cli.testbed_cmd",
     "reactccl.cli.simulate_cmd",
+    "reactccl.cli.sp_cmd",
+    "reactccl.cli.experiment_cmd",
+    "reactccl.cli.demo_cmd",
 ]
 
 

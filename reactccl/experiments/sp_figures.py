@@ -23,10 +23,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
-from ..topology.torus import DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE
-from .sp_goodput import KIB, MIB, SIZES, Fabric, GoodputRun, goodput_sweep
+from .sp_goodput import KIB, MIB, Fabric, GoodputRun, goodput_sweep
 
 __all__ = ["EXPERIMENTS", "PAPER", "run_experiment", "gain_table", "fmt_size"]
 
@@ -123,7 +120,7 @@ def _square(args) -> tuple[list[GoodputRun], list[str], dict]:
     runs, rep, summ = [], [], {}
     for n in args.get("sides", [8, 16]):
         run = goodput_sweep(Fabric("torus", (n, n)), ["SP", "k-SP", "Bucket", "Swing", "Trivance"],
-                            args.get("sizes"), engine=args.get("engine", "netsim"))
+                            args.get("sizes"), engine=args.get("engine", "netsim"), ks=args.get("ks"))
         runs.append(run)
         rep.append(_table(run))
         g = gain_table(run, "k-SP")
@@ -150,7 +147,7 @@ def _sweep(args, what: str) -> tuple[list[GoodputRun], list[str], dict]:
     for v in values:
         kw = dict(link_rate=v) if what == "rate" else dict(hop_latency=v)
         run = goodput_sweep(Fabric("torus", (8, 8)), ["k-SP", "Bucket", "Swing", "Trivance"], args.get("sizes"),
-                            engine=args.get("engine", "netsim"), **kw)
+                            engine=args.get("engine", "netsim"), ks=args.get("ks"), **kw)
         runs.append(run)
         g = gain_table(run, "k-SP")
         top = max(g, key=lambda r: r["ratio"])
@@ -198,6 +195,7 @@ def run_experiment(name: str, out_dir: str | Path, **args) -> str:
     """Run experiment ``name``, write ``<out_dir>/<name>.json`` and ``.png``; return the report.
 
     Args (all optional): ``sizes`` (bytes), ``engine`` ("netsim"/"model"), ``sides`` (sp-square),
+    ``ks`` (depth bounds tried for k-SP; default 1..H),
     ``values`` (rates in bit/s or latencies in s for the sweeps), ``shapes``/``shape``.
 
     Raises:
