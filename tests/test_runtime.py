@@ -169,6 +169,12 @@ def _child_world3(rank, world):
                         fct_min=float(tr.fct.min()), end_max=float(tr.end.max()), duration=tr.duration,
                         message=tr.message_bytes, start=tr.start.tolist())
     # a REACT swap: same collective object, same group, relabelled pattern
+    # a non-contiguous tensor is reduced through a contiguous copy and written back
+    x = _inputs(rank, 12, torch.int64)
+    want, _ = _expected(ring, x, rank)
+    strided = x.clone().view(3, 4).t()
+    rc(strided)
+    res["strided"] = bool(torch.equal(strided.t().reshape(-1), want))
     swapped = ring.relabel([2, 0, 1])
     rc.set_pattern(swapped)
     x = _inputs(rank, 11, torch.int64)
@@ -251,7 +257,7 @@ def test_allreduce_patterns_three_ranks_exact_float_trace_swap():
     results = run_local(_child_world3, 3, timeout=240)
     for res in results:
         _check(res)
-        assert res["late_reduce"] and res["swap"]
+        assert res["late_reduce"] and res["swap"] and res["strided"]
     tr = results[0]["trace"]
     assert tr["bytes"] == [[24.0, 32.0, 24.0][c] for c in tr["chunk"]]
     assert sum(tr["bytes"]) == 320 and tr["message"] == 80
@@ -285,3 +291,28 @@ def test_dead_or_stalled_peer_fails_within_timeout_naming_the_flow(how):
         assert "RCollective on rank" in msg and "flow" in msg and "step" in msg
         assert took < 3 + 5  # the timeout plus slack for a loaded machine
         assert step is not None and peer is not None and chunks
+
+
+def _child_nccl(rank, world):
+    dev = torch.device("cuda", torch.cuda.current_device())
+    out = []
+    for name in ("ring", "nccl-tree"):
+        p = generate(name, world)
+        for dtype in (torch.int64, torch.float32):
+            x = _inputs(rank, 1001, dtype).to(dev)
+            want = x.clone()
+            dist.all_reduce(want)
+            rc = RCollective(p, timeout=30)
+            got = rc(x.clone())
+            tr = rc.gather_trace()
+            close = torch.equal(got, want) if dtype == torch.int64 else torch.allclose(got, want, rtol=1e-5, atol=1e-5)
+            out.append((f"{name} {dtype}", bool(close), float(tr.fct.min())))
+    return out
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs 2 GPUs (NCCL)")
+def test_nccl_on_cuda_tensors_same_code_path():
+    for res in run_local(_child_nccl, 2, timeout=180, backend="nccl"):
+        for label, ok, fct_min in res:
+            assert ok, label
+            assert fct_min >= 0, label

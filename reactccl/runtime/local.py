@@ -1,4 +1,4 @@
-"""Run a function on N local processes joined in a Gloo process group (tests, examples, bench).
+"""Run a function on N local processes joined in a process group (tests, examples, bench).
 
 ``run_local(fn, 4, arg)`` starts 4 spawned processes, each calls
 ``dist.init_process_group("gloo")`` on a free localhost port, runs
@@ -40,12 +40,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _child(fn, rank, world, port, pg_timeout, args, out) -> None:
+def _child(fn, rank, world, port, pg_timeout, backend, args, out) -> None:
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
     try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+        if backend == "nccl":
+            torch.cuda.set_device(rank % torch.cuda.device_count())
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=pg_timeout))
         out.put((rank, True, fn(rank, world, *args)))
     except BaseException:  # noqa: BLE001 - the parent reports it with the rank
@@ -62,14 +64,15 @@ def _child(fn, rank, world, port, pg_timeout, args, out) -> None:
 
 
 def run_local(fn: Callable[..., Any], world_size: int, *args, timeout: float = 60.0,
-              pg_timeout: float = 20.0, allow_errors: bool = False) -> list[Any]:
-    """Run ``fn(rank, world_size, *args)`` on ``world_size`` Gloo processes on localhost.
+              pg_timeout: float = 20.0, allow_errors: bool = False, backend: str = "gloo") -> list[Any]:
+    """Run ``fn(rank, world_size, *args)`` on ``world_size`` processes on localhost.
 
     Args:
         fn: a module-level (picklable) function.
         timeout: seconds for the whole run; processes still alive then are killed.
         pg_timeout: the process group's timeout (seconds) for its collectives.
         allow_errors: return exception texts in place of results instead of raising.
+        backend: ``"gloo"`` or ``"nccl"`` (then rank r uses GPU ``r % device_count``).
 
     Returns:
         The return values, indexed by rank (with ``allow_errors``, a rank that
@@ -82,7 +85,7 @@ def run_local(fn: Callable[..., Any], world_size: int, *args, timeout: float = 6
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     port = free_port()
-    procs = [ctx.Process(target=_child, args=(fn, r, world_size, port, pg_timeout, args, out), daemon=True)
+    procs = [ctx.Process(target=_child, args=(fn, r, world_size, port, pg_timeout, backend, args, out), daemon=True)
              for r in range(world_size)]
     for p in procs:
         p.start()
