@@ -49,6 +49,16 @@ def test_long_lived_into_rank_halves_rate():
     assert c.run_epoch(one_flow()).duration == pytest.approx(322 * US, rel=1e-12)
 
 
+def test_text_specs_accepted_by_the_cluster():
+    topo = star(3)
+    down1 = topo.host_links(1)[1]
+    c = SimulatedCluster(topo, [0, 1], 1e6, background=["flow:src=h2,dst=r1,count=3"],
+                         degrade=f"link={down1}:rate=50G")
+    # 4 flows on a 50 Gbps downlink: 12.5 Gbps -> 640 us + 2 us
+    assert c.run_epoch(one_flow()).duration == pytest.approx(642 * US, rel=1e-12)
+    assert c.network.long_lived == [(2, 1)] * 3 and c.network.degrade == {down1: 50e9}
+
+
 def test_resolve_specs_seeded_and_outside():
     topo = fat_tree(4)
     place = np.arange(8)

@@ -20,10 +20,10 @@ import numpy as np
 from ..pattern import CollectivePattern
 from ..topology import Topology
 from ..trace import EpochTrace
-from .background import Background, Bulk, resolve_background
+from .background import Background, Bulk, parse_background, parse_degrade, resolve_background
 from .engine import FluidEngine
 
-__all__ = ["SimulatedNetwork", "SimulatedCluster", "Job"]
+__all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates"]
 
 
 @dataclass(frozen=True)
@@ -63,14 +63,28 @@ def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, off
     return paths, ptr, links, p.flow_bytes(job.message_bytes), lat, waiting, children
 
 
+def degrade_rates(topology: Topology, degrade: Mapping[int, float] | str | Sequence[str] | None,
+                  seed: int = 0) -> dict[int, float]:
+    """``{link_id: bit/s}`` from a mapping or from degrade specs (spec ``i`` drawn with ``seed + i``)."""
+    if degrade is None or isinstance(degrade, Mapping):
+        return dict(degrade or {})
+    specs = [degrade] if isinstance(degrade, str) else list(degrade)
+    rates: dict[int, float] = {}
+    for i, spec in enumerate(specs):
+        rates.update(parse_degrade(spec, topology, seed=seed + i))
+    return rates
+
+
 class SimulatedNetwork:
     """A network that runs epochs of one or more jobs together, with background traffic.
 
     Args:
         topology: the network (already degraded, or pass ``degrade``).
-        background: specs (see :mod:`.background`); rank-relative ones are resolved
-            against ``reference_placement`` (default: the first job's placement at the first epoch).
-        degrade: ``{link_id: bit/s}`` capacities to lower.
+        background: spec objects or text (see :mod:`.background`, e.g. ``"into:3:p=2"``);
+            rank-relative ones are resolved against ``reference_placement`` (default: the
+            first job's placement at the first epoch).
+        degrade: ``{link_id: bit/s}`` capacities to lower, or degrade specs as text
+            (``"random:k=2:rate=30G"``, ``"link=12:rate=30G"``, one string or a list).
         ecmp_ports: ports per flow K (REACT §7.3 uses 4); 1 = fixed paths.
         seed: seeds port draws (``default_rng([seed, epoch, job])``) and background choices.
 
@@ -78,13 +92,13 @@ class SimulatedNetwork:
         ValueError: ecmp_ports < 1; errors of :func:`resolve_background` and ``degraded``.
     """
 
-    def __init__(self, topology: Topology, background: Sequence[Background] = (),
-                 degrade: Mapping[int, float] | None = None, ecmp_ports: int = 4, seed: int = 0,
-                 reference_placement: np.ndarray | None = None) -> None:
+    def __init__(self, topology: Topology, background: Sequence[Background | str] = (),
+                 degrade: Mapping[int, float] | str | Sequence[str] | None = None, ecmp_ports: int = 4,
+                 seed: int = 0, reference_placement: np.ndarray | None = None) -> None:
         if isinstance(ecmp_ports, bool) or not isinstance(ecmp_ports, (int, np.integer)) or ecmp_ports < 1:
             raise ValueError(f"ecmp_ports: expected an integer >= 1, got {ecmp_ports!r}")
-        self.topology = topology.degraded(degrade) if degrade else topology
-        self.degrade = dict(degrade or {})
+        self.degrade = degrade_rates(topology, degrade, seed)
+        self.topology = topology.degraded(self.degrade) if self.degrade else topology
         self.background_specs = list(background)
         self.ecmp_ports = int(ecmp_ports)
         self.seed = int(seed)
@@ -99,7 +113,8 @@ class SimulatedNetwork:
     def _background(self, placement: np.ndarray):
         if self._resolved is None:
             ref = self._reference if self._reference is not None else placement
-            self._resolved = resolve_background(self.background_specs, self.topology, ref, self.seed)
+            specs = [parse_background(b, ref) if isinstance(b, str) else b for b in self.background_specs]
+            self._resolved = resolve_background(specs, self.topology, ref, self.seed)
             self._bulk_next = [b.phase for b in self._resolved[1]]
         return self._resolved
 
@@ -212,7 +227,8 @@ class SimulatedCluster:
     """
 
     def __init__(self, topology: Topology, placement: Sequence[int] | np.ndarray, message_bytes: float,
-                 background: Sequence[Background] = (), degrade: Mapping[int, float] | None = None,
+                 background: Sequence[Background | str] = (),
+                 degrade: Mapping[int, float] | str | Sequence[str] | None = None,
                  ecmp_ports: int = 4, seed: int = 0) -> None:
         self.placement = _hosts(topology, placement)
         self.message_bytes = float(message_bytes)

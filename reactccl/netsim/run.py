@@ -20,8 +20,8 @@ from ..pattern import CollectivePattern
 from ..topology import Topology, parse_size, parse_topology
 from ..topology import placement as place_ranks
 from ..trace import EpochTrace
-from .background import Background, parse_background, parse_degrade
-from .network import SimulatedCluster
+from .background import Background, parse_background
+from .network import SimulatedCluster, degrade_rates
 
 __all__ = ["run_simulation", "SimulationResult"]
 
@@ -135,12 +135,7 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     message = parse_size(size, "size")
     hosts = place_ranks(topo, pattern.num_ranks, placement, seed=seed)
     specs = [parse_background(b, hosts) if isinstance(b, str) else b for b in background]
-    if degrade is None or isinstance(degrade, Mapping):
-        rates = dict(degrade or {})
-    else:
-        rates = {}
-        for i, d in enumerate(degrade):
-            rates.update(parse_degrade(d, topo, seed=seed + i))
+    rates = degrade_rates(topo, degrade, seed)
     cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed)
     durations, algbw, busbw = np.empty(epochs), np.empty(epochs), np.empty(epochs)
     best: list[dict] = []
