@@ -101,7 +101,7 @@ class DemoResult:
 
     @property
     def controller(self):
-        """REACT's controller (its ``log`` holds the decisions)."""
+        """REACT's controller (its ``decisions`` log)."""
         return self.react.policies[0].controller
 
     def before_after(self) -> dict[str, Any]:
@@ -121,10 +121,9 @@ class DemoResult:
 
     def to_json(self) -> dict[str, Any]:
         """The machine-readable result."""
-        log = self.controller.log
         return {"schema": SCHEMA, "scenario": self.scenario.to_json(), "congested_rank": self.rank,
                 "external_flows_per_host": self.config.p, "metrics": self.metrics(), "gains_percent": self.gains(),
-                "patterns": self.before_after(), "decisions": log.to_json(),
+                "patterns": self.before_after(), "decisions": [d.to_dict() for d in self.controller.decisions],
                 "pattern_changes": self.react.changes[0],
                 "epoch_times": {"baseline": self.baseline.durations[:, 0].tolist(),
                                 "react": self.react.durations[:, 0].tolist()},

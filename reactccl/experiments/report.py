@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -157,9 +158,13 @@ def plot_experiment(exp: Experiment, rows: Sequence[Mapping[str, Any]], path: st
 
     metric = exp.metric
     panels = _ordered([tuple(row_value(r, k) for k in exp.panels) for r in rows])
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(5.0, 4.2 * len(panels)), 3.6), squeeze=False,
+    ncols = min(3, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(6.0, 4.4 * ncols), 0.6 + 3.4 * nrows), squeeze=False,
                              sharey=True)
-    for ax, pv in zip(axes[0], panels):
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, pv in zip(axes.flat, panels):
         sub = [r for r in rows if tuple(row_value(r, k) for k in exp.panels) == pv]
         xs = _ordered([row_value(r, exp.x) for r in sub])
         series = _ordered([tuple(row_value(r, k) for k in exp.series) for r in sub])
@@ -183,8 +188,9 @@ def plot_experiment(exp: Experiment, rows: Sequence[Mapping[str, Any]], path: st
         if series and series[0]:
             ax.legend(fontsize=7)
     what = "p95 algbw" if metric == "p95_improvement" else "mean algbw"
-    axes[0][0].set_ylabel(f"{what} improvement (%)")
-    fig.suptitle(f"{exp.name}: {exp.title}", fontsize=9)
+    for row in axes:
+        row[0].set_ylabel(f"{what} improvement (%)")
+    fig.suptitle("\n".join(textwrap.wrap(f"{exp.name}: {exp.title}", 70)), fontsize=9)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)

@@ -75,7 +75,7 @@ class ReactPolicy:
     @property
     def log(self):
         """The controller's decision log."""
-        return self.controller.log
+        return self.controller.decisions
 
 
 @dataclass
@@ -168,6 +168,12 @@ def run_arm(scenario: Scenario, react: Sequence[bool], name: str = "", params: M
     return drv.result()
 
 
+def _log_counts(policy: Any) -> dict[str, int]:
+    """Decisions and reverts in a REACT policy's log (zeros for a static policy)."""
+    log = getattr(policy, "log", None) or []
+    return {"decisions": len(log), "reverts": sum(d.kind == "revert" for d in log)}
+
+
 def run_scenario(scenario: Scenario, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run every arm of ``scenario``; a JSON-ready result.
 
@@ -182,7 +188,7 @@ def run_scenario(scenario: Scenario, params: Mapping[str, Any] | None = None) ->
     for name, react in scenario.arms:
         run = run_arm(scenario, react, name, params)
         m = [epoch_metrics(run.durations[:, k], j.message_bytes, scenario.warmup) | {"changes": run.changes[k]}
-             for k, j in enumerate(scenario.jobs)]
+             | _log_counts(run.policies[k]) for k, j in enumerate(scenario.jobs)]
         metrics[name] = m
         arms[name] = {"jobs": m, "epoch_times": run.durations.round(9).tolist()}
     base = metrics[scenario.arms[0][0]]
