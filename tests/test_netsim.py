@@ -180,3 +180,8 @@ def test_errors():
     eng.add_flows([[0]], [1.0], [0.0], [1], [[]], [0.0], watched=True)
     with pytest.raises(SimulationError, match="1 flows can never finish"):
         eng.run()
+
+
+def test_single_rank_has_no_flows():
+    tr = SimulatedCluster(star(2), [0], 1e6).run_epoch(generate("ring", 1))
+    assert tr.pattern.num_flows == 0 and tr.duration == 0.0

@@ -238,10 +238,10 @@ class Topology:
         """
         src = np.asarray(src_hosts, dtype=np.int64).reshape(-1)
         dst = np.asarray(dst_hosts, dtype=np.int64).reshape(-1)
-        keys = np.asarray(keys, dtype=np.int64).reshape(len(src), -1)
         F, H = len(src), self.num_hosts
         if F == 0:
             return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        keys = np.asarray(keys, dtype=np.int64).reshape(F, -1)
         for name, arr in (("src_hosts", src), ("dst_hosts", dst)):
             bad = np.flatnonzero((arr < 0) | (arr >= H))
             if bad.size:
