@@ -26,7 +26,7 @@ def test_fat_tree_sizes(k, hosts, switches):
     t = fat_tree(k)
     assert t.num_hosts == hosts == k ** 3 // 4
     assert len(t.switches) == switches == 5 * k * k // 4
-    # every switch has k ports except core switches in k-ary fat-tree, which also have k
+    # k-ary: every switch (edge, aggregation, core) has exactly k ports
     deg = [t.graph.out_degree(s) for s in t.switches]
     assert set(deg) == {k}
     assert t.num_links == 2 * (hosts + k * (k // 2) ** 2 * 2)
