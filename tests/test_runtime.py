@@ -207,6 +207,12 @@ def _child_world4(rank, world):
     want, _ = _expected(rd, x, rank)
     rc = SlowFlow(rd, slow, 0.4 if rank == 1 else 0.0, timeout=20)
     res["late_send"] = bool(torch.equal(rc(x.clone()), want))
+    # clock offsets: one machine -> exactly 0; pretending to be 4 hosts runs the ping-pong,
+    # which must find the shared clock (offset ~ 0, error below half a round trip)
+    from reactccl.runtime import clock
+    res["offset_same"] = clock.clock_offset()
+    clock.machine_id = lambda: f"host{rank}"
+    res["offset_pingpong"] = clock.clock_offset()
     return res
 
 
@@ -274,6 +280,7 @@ def test_send_while_receiving_same_chunk_uses_pre_step_value():
     for res in run_local(_child_world4, 4, timeout=180):
         _check(res)
         assert res["late_send"]
+        assert res["offset_same"] == 0.0 and abs(res["offset_pingpong"]) < 0.05
 
 
 def test_mismatched_sizes_dtypes_patterns_raise_on_every_rank():

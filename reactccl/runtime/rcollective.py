@@ -56,6 +56,7 @@ import torch
 import torch.distributed as dist
 
 from ..pattern import CollectivePattern
+from .clock import clock_offset
 from .layout import RECV, SEND, LocalOp, LocalPlan, local_plan
 from .records import LocalRecord, assemble_trace
 
@@ -143,6 +144,7 @@ class RCollective:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_size = 0
         self.calls = 0
+        self.clock_offset: float | None = None  # to rank 0's clock; see sync_clock
         self.last_record: LocalRecord | None = None
         self.set_pattern(pattern)
 
@@ -200,7 +202,7 @@ class RCollective:
             np.array([o.flow for o in sends], dtype=np.int64), np.array(sent_t, dtype=np.float64),
             np.array([o.numel * esize for o in sends], dtype=np.float64),
             np.array([o.flow for o in recvs], dtype=np.int64), np.array(recv_t, dtype=np.float64),
-            flat.numel() * esize, self.digest)
+            flat.numel() * esize, self.digest, self.clock_offset or 0.0)
         self.calls += 1
         return tensor
 
@@ -209,9 +211,19 @@ class RCollective:
         over ``group``, default this collective's group; every rank gets the trace)."""
         if self.last_record is None:
             raise RuntimeError("gather_trace: no call has run yet")
+        group = group if group is not None else self.group
+        if self.clock_offset is None:
+            self.sync_clock(group)
+            self.last_record.clock_offset = self.clock_offset
         recs: list = [None] * self.world
-        dist.all_gather_object(recs, self.last_record, group=group if group is not None else self.group)
+        dist.all_gather_object(recs, self.last_record, group=group)
         return assemble_trace(self._pattern, recs)
+
+    def sync_clock(self, group=None) -> float:
+        """Measure this rank's offset to rank 0's clock (collective over ``group``, a Gloo
+        group; default this collective's group); later records carry it. 0 on one machine."""
+        self.clock_offset = clock_offset(group if group is not None else self.group)
+        return self.clock_offset
 
     def close(self) -> None:
         """Stop the waiter threads (idle ones at once)."""

@@ -114,6 +114,7 @@ class RTuner:
                     else:
                         os.environ["GLOO_SOCKET_IFNAME"] = old
         self._leader_global = ranks[leader]
+        rc.sync_clock(self.group)
         self.version = 0
         self.frozen = ""
         self.changes: list[Announcement] = []
