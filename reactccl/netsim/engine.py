@@ -93,19 +93,20 @@ class FluidEngine:
             SimulationError: an empty path.
         """
         first = len(self.paths)
-        for k, p in enumerate(paths):
-            if len(p) == 0:
-                raise SimulationError(f"flow {first + k}: empty path (source and destination on one host)")
-        n = len(paths)
-        self.paths.extend(tuple(p) for p in paths)
+        tuples = [p if type(p) is tuple else tuple(p) for p in paths]
+        if not all(tuples):
+            k = next(k for k, p in enumerate(tuples) if not p)
+            raise SimulationError(f"flow {first + k}: empty path (source and destination on one host)")
+        n = len(tuples)
+        self.paths.extend(tuples)
         caps = self.cap_list
-        self.pathcap.extend(min(caps[l] for l in p) for p in self.paths[first:])
-        self.latency.extend(float(x) for x in latency)
-        self.rem.extend(float(b) * 8.0 for b in nbytes)  # bits left
+        self.pathcap.extend(min(caps[l] for l in p) if len(p) > 1 else caps[p[0]] for p in tuples)
+        self.latency.extend(np.asarray(latency, dtype=np.float64).tolist())
+        self.rem.extend((np.asarray(nbytes, dtype=np.float64) * 8.0).tolist())  # bits left
         self.rate.extend([0.0] * n)
         self.tlast.extend([0.0] * n)
         self.version.extend([0] * n)
-        self.waiting.extend(int(w) for w in waiting)
+        self.waiting.extend(np.asarray(waiting, dtype=np.int64).tolist())
         self.children.extend(children)
         self.watched.extend([watched] * n)
         nan = float("nan")

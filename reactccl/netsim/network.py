@@ -59,7 +59,7 @@ def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, off
     children = [child[cp[i]:cp[i + 1]] for i in range(F)]
     link_list = links.tolist()
     pp = ptr.tolist()
-    paths = [link_list[pp[i]:pp[i + 1]] for i in range(F)]
+    paths = [tuple(link_list[pp[i]:pp[i + 1]]) for i in range(F)]
     return paths, ptr, links, p.flow_bytes(job.message_bytes), lat, waiting, children
 
 
@@ -108,6 +108,7 @@ class SimulatedNetwork:
         self._resolved: tuple[list[tuple[int, int]], list[Bulk]] | None = None
         self._bulk_next: list[float] = []
         self._carry: list[tuple[int, float]] = []  # (bulk source, bytes left) still sending
+        self._paths_cache: tuple | None = None
         self.last_stats: dict[str, float] = {}
 
     def _background(self, placement: np.ndarray):
@@ -131,11 +132,16 @@ class SimulatedNetwork:
     def background_paths(self) -> list[np.ndarray]:
         """Link ids of each resolved long-lived flow: ECMP with key ``(-1, i, 0)``, one path for the
         whole run (an external connection does not change ports)."""
-        return [self.topology.ecmp_path(s, d, (-1, i, 0)) for i, (s, d) in enumerate(self.long_lived)]
+        if self._paths_cache is None or self._paths_cache[0] is not self._resolved:
+            ll = [self.topology.ecmp_path(s, d, (-1, i, 0)) for i, (s, d) in enumerate(self.long_lived)]
+            bk = [self.topology.ecmp_path(b.src, b.dst, (-2, i, 0)) for i, b in enumerate(self.bulks)]
+            self._paths_cache = (self._resolved, ll, bk)
+        return list(self._paths_cache[1])
 
     def bulk_paths(self) -> list[np.ndarray]:
         """Link ids of each resolved bulk source: ECMP with key ``(-2, i, 0)``."""
-        return [self.topology.ecmp_path(b.src, b.dst, (-2, i, 0)) for i, b in enumerate(self.bulks)]
+        self.background_paths()
+        return list(self._paths_cache[2])
 
     def run_jobs(self, jobs: Sequence[Job | tuple]) -> list[EpochTrace]:
         """Run one epoch of all ``jobs`` starting together; returns one trace per job.
@@ -192,12 +198,10 @@ class SimulatedNetwork:
             start = np.array(eng.start[offset:offset + F])
             end = np.array(eng.end[offset:offset + F])
             duration = float(end.max()) if F else 0.0
-            pl = links.tolist()
-            pp = ptr.tolist()
             traces.append(EpochTrace(
                 epoch=self.epoch, pattern=job.pattern, message_bytes=job.message_bytes, start=start, end=end,
                 flow_bytes=nbytes, duration=duration,
-                paths=[np.array(pl[pp[i]:pp[i + 1]], dtype=np.int64) for i in range(F)],
+                paths=np.split(links, ptr[1:-1]) if F else [],
                 meta={"epoch": self.epoch, "seed": self.seed, "job": k, "ports": ports,
                       "ecmp_ports": self.ecmp_ports, "placement": job.placement,
                       "src_host": job.placement[job.pattern.src], "dst_host": job.placement[job.pattern.dst],
