@@ -124,3 +124,36 @@ def test_errors():
         generate("sp-allreduce", 10)
     with pytest.raises(PatternError, match="q"):
         generate("sp-spineleaf", 10, q=3)
+
+
+def test_structural_checks_agree_with_verify():
+    from reactccl.algorithms.sp_check import check_sp_symmetry, check_tree_family
+
+    for name in ("sp-allreduce", "bucket", "swing-b", "k-sp-allreduce"):
+        pat = generate(name, 64)
+        info = check_tree_family(pat, TorusGeometry((8, 8)) if name in ("sp-allreduce", "bucket") else None)
+        assert info["chunks"] == pat.num_chunks
+    g = TorusGeometry((8, 8))
+    info = check_sp_symmetry(g, bfs_tree(g), torus_group(g))
+    assert info["rounds"] == 16 and info["chunks"] == 256
+    assert info["round_load"] == pytest.approx([x / 256 for x in (1, 4, 8, 12, 14, 12, 8, 4)])
+
+
+def test_structural_check_catches_errors():
+    from reactccl.algorithms.sp_check import check_sp_symmetry, check_tree_family
+
+    pat = generate("sp-allreduce", 16)
+    # a copy moved before the last reduce of its chunk
+    step = pat.step.copy()
+    i = int(np.flatnonzero(pat.op == 1)[0])
+    step[i] = 0
+    with pytest.raises(PatternError, match="copy at step 0 before the last reduce|forwards"):
+        check_tree_family(pat.replace(step=step))
+    g = TorusGeometry((4, 4))
+    perms = torus_group(g, reflect=False)
+    with pytest.raises(PatternError, match="regularly"):
+        check_sp_symmetry(g, bfs_tree(g), perms)
+    with pytest.raises(PatternError, match="BFS"):
+        par = bfs_tree(g)
+        par[10] = 0  # 10 = (2, 2) hangs off the root: not a BFS tree
+        check_sp_symmetry(g, par, torus_group(g))
