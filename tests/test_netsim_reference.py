@@ -74,3 +74,23 @@ def test_engine_matches_full_recompute(algo, n, topo_fn, seed):
     # and the contention made a difference somewhere (not all flows at the alpha-beta time)
     alone = np.array([topo.path_latency(x) for x in trace.paths]) + trace.flow_bytes * 8 / 100e9
     assert (trace.fct > alone * (1 + 1e-6)).any()
+
+
+def test_max_min_rates_bottleneck_property():
+    """Max-min fairness characterised (Bertsekas & Gallager): the allocation is feasible and every
+    flow crosses a saturated link on which no other flow gets more."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        F, L = int(rng.integers(1, 30)), int(rng.integers(1, 12))
+        hops = rng.integers(1, min(L, 4) + 1, size=F)
+        pf = np.repeat(np.arange(F), hops)
+        pl = np.concatenate([rng.choice(L, size=h, replace=False) for h in hops])
+        cap = rng.choice([10.0, 25.0, 40.0, 100.0], size=L)
+        r = max_min_rates(pf, pl, cap, F)
+        load = np.bincount(pl, weights=r[pf], minlength=L)
+        assert (load <= cap * (1 + 1e-9)).all()
+        saturated = load >= cap * (1 - 1e-9)
+        top = np.zeros(L)
+        np.maximum.at(top, pl, r[pf])
+        ok = saturated[pl] & (r[pf] >= top[pl] * (1 - 1e-9))
+        assert np.bincount(pf, weights=ok, minlength=F).min() >= 1
