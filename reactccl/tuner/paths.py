@@ -14,7 +14,7 @@ import numpy as np
 
 from ..pattern import CollectivePattern
 
-__all__ = ["CriticalPath", "critical_path", "FctModel", "path_time"]
+__all__ = ["CriticalPath", "schedule", "critical_path", "FctModel", "path_time"]
 
 
 class CriticalPath:
@@ -36,27 +36,27 @@ class CriticalPath:
         return f"CriticalPath({self.flows.tolist()}, {self.length:.6g} s)"
 
 
-def critical_path(pattern: CollectivePattern, weights: np.ndarray) -> CriticalPath:
-    """The longest chain of dependent flows with edge weights ``weights`` (s, shape ``(F,)``).
+def schedule(pattern: CollectivePattern, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Data-driven finish times when flow ``f`` takes ``weights[f]`` seconds and starts when its
+    dependencies have finished: ``(finish (F,), pred (F,))`` where ``pred[f]`` is the dependency
+    that finished last (-1 for none; ties go to the lowest index).
 
-    Vectorised per step: a flow's finish is its weight plus the latest finish among its
-    dependencies. Ties go to the lowest flow index. Raises ValueError on a shape mismatch or
-    negative weights.
+    Raises:
+        ValueError: a shape mismatch or negative/non-finite weights.
     """
     w = np.asarray(weights, dtype=np.float64)
     F = pattern.num_flows
     if w.shape != (F,):
-        raise ValueError(f"critical_path: weights of shape {w.shape}, pattern has {F} flows")
-    if F == 0:
-        return CriticalPath(np.zeros(0, dtype=np.int64), 0.0)
+        raise ValueError(f"schedule: weights of shape {w.shape}, pattern has {F} flows")
     if np.any(w < 0) or not np.all(np.isfinite(w)):
-        raise ValueError("critical_path: weights must be finite and >= 0")
-    ptr, idx = pattern.dependencies()
+        raise ValueError("schedule: weights must be finite and >= 0")
     finish = np.zeros(F)
     pred = np.full(F, -1, dtype=np.int64)
+    if F == 0:
+        return finish, pred
+    ptr, idx = pattern.dependencies()
     order = np.argsort(pattern.step, kind="stable")
-    steps = pattern.step[order]
-    cuts = np.flatnonzero(np.diff(steps)) + 1
+    cuts = np.flatnonzero(np.diff(pattern.step[order])) + 1
     for sel in np.split(order, cuts):
         n_dep = ptr[sel + 1] - ptr[sel]
         has = n_dep > 0
@@ -68,12 +68,19 @@ def critical_path(pattern: CollectivePattern, weights: np.ndarray) -> CriticalPa
             flat = idx[np.repeat(ptr[s] - seg, cnt) + np.arange(int(cnt.sum()))]
             vals = finish[flat]
             start[has] = np.maximum.reduceat(vals, seg)
-            # argmax inside each segment (first one wins)
             is_max = vals == np.repeat(start[has], cnt)
-            pos = np.arange(len(vals))
-            first = np.minimum.reduceat(np.where(is_max, pos, len(vals)), seg)
+            first = np.minimum.reduceat(np.where(is_max, np.arange(len(vals)), len(vals)), seg)
             pred[s] = flat[first]
         finish[sel] = start + w[sel]
+    return finish, pred
+
+
+def critical_path(pattern: CollectivePattern, weights: np.ndarray) -> CriticalPath:
+    """The longest chain of dependent flows with edge weights ``weights`` (s, shape ``(F,)``),
+    ending at the flow that finishes last (see :func:`schedule`)."""
+    finish, pred = schedule(pattern, weights)
+    if pattern.num_flows == 0:
+        return CriticalPath(np.zeros(0, dtype=np.int64), 0.0)
     last = int(np.argmax(finish))
     chain = deque()
     f = last

@@ -26,7 +26,8 @@ __all__ = ["CongestedNode", "Attempt", "SearchResult", "congested_nodes", "candi
 
 @dataclass(frozen=True)
 class CongestedNode:
-    """A TEN vertex ``(step, rank)`` with congested incident flows (``flows``: indices)."""
+    """A TEN vertex ``(step, rank)`` with congested incident flows (``flows``: indices);
+    ``direction`` is "in" when they all enter the rank, "out" when they all leave it, else "both"."""
 
     rank: int
     step: int
@@ -34,6 +35,7 @@ class CongestedNode:
     n_erratic: int
     flows: tuple[int, ...]
     graphs: tuple[int, ...]
+    direction: str = "both"
 
     @property
     def kind(self) -> str:
@@ -81,9 +83,15 @@ class SearchResult:
 def congested_nodes(pattern: CollectivePattern, cong: Congestion,
                     on_paths: set[tuple[int, int]] | None = None) -> list[CongestedNode]:
     """Congested TEN nodes (both ends of each congested flow), optionally only those in
-    ``on_paths``, sorted by steady count, then all congested flows, then (step, rank)."""
+    ``on_paths``, sorted by their steady congested flows, then by how many congested flows touch
+    the rank over all steps (a rank whose link is congested collects them), then by their
+    congested flows, then (step, rank)."""
     acc: dict[tuple[int, int], list[int]] = {}
-    for f in np.flatnonzero(cong.congested).tolist():
+    per_rank = np.zeros(pattern.num_ranks, dtype=np.int64)
+    hot = np.flatnonzero(cong.congested)
+    np.add.at(per_rank, pattern.src[hot], 1)
+    np.add.at(per_rank, pattern.dst[hot], 1)
+    for f in hot.tolist():
         t = int(pattern.step[f])
         for r in (int(pattern.src[f]), int(pattern.dst[f])):
             if on_paths is None or (t, r) in on_paths:
@@ -91,9 +99,11 @@ def congested_nodes(pattern: CollectivePattern, cong: Congestion,
     nodes = []
     for (t, r), fl in acc.items():
         ns = int(np.sum(cong.steady[fl]))
+        into = pattern.dst[fl] == r
+        direction = "in" if into.all() else ("out" if not into.any() else "both")
         nodes.append(CongestedNode(r, t, ns, len(fl) - ns, tuple(fl),
-                                   tuple(sorted(set(pattern.flow_graph[fl].tolist())))))
-    nodes.sort(key=lambda n: (-n.n_steady, -(n.n_steady + n.n_erratic), n.step, n.rank))
+                                   tuple(sorted(set(pattern.flow_graph[fl].tolist()))), direction))
+    nodes.sort(key=lambda n: (-n.n_steady, -per_rank[n.rank], -(n.n_steady + n.n_erratic), n.step, n.rank))
     return nodes
 
 
@@ -101,7 +111,7 @@ def candidate_swaps(placement: Placement, table: DegreeTable, viable: ViableSwap
                     exclude: set[int], tabu: set[Swap], rng: np.random.Generator) -> list[tuple[Swap, bool]]:
     """Viable, degree-pruned swaps that move ``node.rank`` (§5.3.2), best first.
 
-    Order: swaps that lower the node's degree at its step first; then ③, ②, ①; random within a
+    Order: swaps that lower the node's degree (in the congested direction) first; then ③, ②, ①; random within a
     tier. Partners in ``exclude`` (resolved steady-congested ranks) and swaps in ``tabu`` are
     skipped.
     """
@@ -121,7 +131,7 @@ def candidate_swaps(placement: Placement, table: DegreeTable, viable: ViableSwap
     for sw in out:
         if sw.b in exclude or sw in tabu or not table.within_budget(sw):
             continue
-        low = table.lowers(sw, r, t)
+        low = table.lowers(sw, r, node.direction)
         tiers.setdefault((not low, -int(sw.kind)), []).append((sw, low))
     ranked: list[tuple[Swap, bool]] = []
     for key in sorted(tiers):

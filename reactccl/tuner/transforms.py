@@ -207,11 +207,13 @@ class DegreeTable:
                           np.bincount(base + p.src[sel], minlength=T * N).reshape(T, N))
         return self._g[g]
 
-    def after(self, swap: Swap) -> tuple[np.ndarray, np.ndarray]:
-        """Degrees of ``swap.a`` and ``swap.b`` at every step after the swap, each shape ``(T,)``."""
+    def after_io(self, swap: Swap) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """In- and out-degrees of ``swap.a`` and ``swap.b`` at every step after the swap:
+        ``(in_a, out_a, in_b, out_b)``, each shape ``(T,)``."""
         a, b = swap.a, swap.b
         if swap.kind is Transform.GLOBAL:
-            return self.deg[:, b].copy(), self.deg[:, a].copy()
+            return (self.indeg[:, b].copy(), self.outdeg[:, b].copy(), self.indeg[:, a].copy(),
+                    self.outdeg[:, a].copy())
         gi, go = self._graph(int(swap.graph))
         w = np.ones(self.deg.shape[0], dtype=bool)
         if swap.t0 is not None:
@@ -219,9 +221,13 @@ class DegreeTable:
             w[swap.t0:swap.t1 + 1] = True
         di = np.where(w, gi[:, b] - gi[:, a], 0)
         do = np.where(w, go[:, b] - go[:, a], 0)
-        na = np.maximum(self.indeg[:, a] + di, self.outdeg[:, a] + do)
-        nb = np.maximum(self.indeg[:, b] - di, self.outdeg[:, b] - do)
-        return na, nb
+        return (self.indeg[:, a] + di, self.outdeg[:, a] + do, self.indeg[:, b] - di, self.outdeg[:, b] - do)
+
+    def after(self, swap: Swap) -> tuple[np.ndarray, np.ndarray]:
+        """Degrees (max of in and out) of ``swap.a`` and ``swap.b`` at every step after the swap,
+        each shape ``(T,)``."""
+        ia, oa, ib, ob = self.after_io(swap)
+        return np.maximum(ia, oa), np.maximum(ib, ob)
 
     def within_budget(self, swap: Swap) -> bool:
         """§5.3.2: after the swap neither rank's degree at any step exceeds the degree the
@@ -230,11 +236,30 @@ class DegreeTable:
         cap = np.maximum(self.deg[:, swap.a], self.deg[:, swap.b])
         return bool(np.all(na <= cap) and np.all(nb <= cap))
 
-    def lowers(self, swap: Swap, rank: int, step: int) -> bool:
-        """Whether the swap lowers ``rank``'s degree at ``step``."""
-        na, nb = self.after(swap)
-        new = na if rank == swap.a else nb
-        return bool(new[step] < self.deg[step, rank])
+    def lowers(self, swap: Swap, rank: int, direction: str = "both") -> bool:
+        """Whether the swap lowers ``rank``'s largest in-degree (``"in"``: congestion on flows
+        into it), out-degree (``"out"``) or degree (``"both"``) over the steps: within the swapped
+        chunk graph for ② and ③, over the whole pattern for ①. §4.3: a useful swap leaves the
+        congested node no step where it "will still receive two incoming flows" of that tree."""
+        if direction not in ("in", "out", "both"):
+            raise ValueError(f"lowers: direction must be 'in', 'out' or 'both', got {direction!r}")
+        other = swap.b if rank == swap.a else swap.a
+        if swap.kind is Transform.GLOBAL:
+            gi, go = self.indeg, self.outdeg
+            w = np.ones(self.deg.shape[0], dtype=bool)
+        else:
+            gi, go = self._graph(int(swap.graph))
+            w = np.ones(self.deg.shape[0], dtype=bool)
+            if swap.t0 is not None:
+                w[:] = False
+                w[swap.t0:swap.t1 + 1] = True
+        ni = np.where(w, gi[:, other], gi[:, rank])
+        no = np.where(w, go[:, other], go[:, rank])
+        if direction == "in":
+            return bool(ni.max() < gi[:, rank].max())
+        if direction == "out":
+            return bool(no.max() < go[:, rank].max())
+        return bool(np.maximum(ni, no).max() < np.maximum(gi[:, rank], go[:, rank]).max())
 
 
 class ViableSwaps:
