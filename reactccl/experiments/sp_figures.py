@@ -120,7 +120,8 @@ def _square(args) -> tuple[list[GoodputRun], list[str], dict]:
     runs, rep, summ = [], [], {}
     for n in args.get("sides", [8, 16]):
         run = goodput_sweep(Fabric("torus", (n, n)), ["SP", "k-SP", "Bucket", "Swing", "Trivance"],
-                            args.get("sizes"), engine=args.get("engine", "netsim"), ks=args.get("ks"))
+                            args.get("sizes"), engine=args.get("engine", "netsim"), ks=args.get("ks"),
+                            alpha=args.get("alpha", 0.0))
         runs.append(run)
         rep.append(_table(run))
         g = gain_table(run, "k-SP")
@@ -147,7 +148,8 @@ def _sweep(args, what: str) -> tuple[list[GoodputRun], list[str], dict]:
     for v in values:
         kw = dict(link_rate=v) if what == "rate" else dict(hop_latency=v)
         run = goodput_sweep(Fabric("torus", (8, 8)), ["k-SP", "Bucket", "Swing", "Trivance"], args.get("sizes"),
-                            engine=args.get("engine", "netsim"), ks=args.get("ks"), **kw)
+                            engine=args.get("engine", "netsim"), ks=args.get("ks"),
+                            alpha=args.get("alpha", 0.0), **kw)
         runs.append(run)
         g = gain_table(run, "k-SP")
         top = max(g, key=lambda r: r["ratio"])
@@ -162,7 +164,8 @@ def _sweep(args, what: str) -> tuple[list[GoodputRun], list[str], dict]:
 def _single(args, fabrics, families) -> tuple[list[GoodputRun], list[str], dict]:
     runs, rep, summ = [], [], {}
     for fab in fabrics:
-        run = goodput_sweep(fab, families, args.get("sizes"), engine=args.get("engine", "netsim"))
+        run = goodput_sweep(fab, families, args.get("sizes"), engine=args.get("engine", "netsim"),
+                            alpha=args.get("alpha", 0.0))
         runs.append(run)
         rep.append(_table(run))
         g = gain_table(run, "SP", [f for f in families if f != "SP"])
@@ -195,7 +198,7 @@ def run_experiment(name: str, out_dir: str | Path, **args) -> str:
     """Run experiment ``name``, write ``<out_dir>/<name>.json`` and ``.png``; return the report.
 
     Args (all optional): ``sizes`` (bytes), ``engine`` ("netsim"/"model"), ``sides`` (sp-square),
-    ``ks`` (depth bounds tried for k-SP; default 1..H),
+    ``ks`` (depth bounds tried for k-SP; default 1..H), ``alpha`` (s per round, model engine),
     ``values`` (rates in bit/s or latencies in s for the sweeps), ``shapes``/``shape``.
 
     Raises:

@@ -153,17 +153,18 @@ class GoodputRun:
     meta: dict
 
 
-def _time_one(engine, packed, fabric, size, link_rate, hop_latency, topo, d):
+def _time_one(engine, packed, fabric, size, link_rate, hop_latency, topo, d, alpha=0.0):
     if engine == "netsim":
         from ..netsim import SimulatedCluster
         cl = SimulatedCluster(topo, np.arange(packed.num_ranks), size, ecmp_ports=1)
         return cl.run_epoch(packed).duration
-    return float(round_times(d, size, link_rate, hop_latency).sum())
+    return float(round_times(d, size, link_rate, hop_latency, alpha).sum())
 
 
 def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None = None,
                   link_rate: float = DEFAULT_LINK_RATE, hop_latency: float = DEFAULT_HOP_LATENCY,
-                  engine: str = "netsim", ks: list[int] | None = None, log=print) -> GoodputRun:
+                  engine: str = "netsim", ks: list[int] | None = None, alpha: float = 0.0,
+                  log=print) -> GoodputRun:
     """Time every variant of ``families`` on ``fabric`` for every message size.
 
     Args:
@@ -171,6 +172,8 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
         link_rate: bit/s per link; hop_latency: s per hop.
         engine: "netsim" or "model" (see the module docstring).
         ks: depth bounds tried for k-SP (default 1..H).
+        alpha: extra seconds per round (model engine only; the paper's simulator charges
+            none for the reduction, but a per-message overhead is what rewards fewer rounds).
         log: progress printer (``None`` for silence).
 
     Raises:
@@ -178,6 +181,8 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
     """
     if engine not in ("netsim", "model"):
         raise ValueError(f"engine must be 'netsim' or 'model', got {engine!r}")
+    if alpha and engine != "model":
+        raise ValueError("alpha (per-round overhead) is only modelled by the 'model' engine")
     sizes = list(SIZES if sizes is None else sizes)
     log = log or (lambda *a, **k: None)
     t0 = time.perf_counter()
@@ -196,7 +201,7 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
         d = deficiency(packed, geom) if engine == "model" else None
         tv = time.perf_counter()
         for size in sizes:
-            T = _time_one(engine, packed, fabric, size, link_rate, hop_latency, topo, d)
+            T = _time_one(engine, packed, fabric, size, link_rate, hop_latency, topo, d, alpha)
             flows += packed.num_flows
             G = size * 8 * (p - 1) / (p * T)
             rows.append(dict(family=var.family, variant=var.label, size=int(size), time=T, goodput=G,
@@ -211,7 +216,7 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
             best.append(dict(family=fam, size=int(size), goodput=b["goodput"], fraction=b["fraction"],
                              variant=b["variant"], time=b["time"]))
     wall = time.perf_counter() - t0
-    meta = dict(fabric=fabric.label, engine=engine, link_rate=link_rate, hop_latency=hop_latency,
+    meta = dict(fabric=fabric.label, engine=engine, link_rate=link_rate, hop_latency=hop_latency, alpha=alpha,
                 bound=bound, wall_s=wall, messages_simulated=flows,
                 messages_per_s=flows / wall if wall > 0 else float("nan"))
     return GoodputRun(rows, best, skipped, meta)
