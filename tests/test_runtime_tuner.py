@@ -56,7 +56,7 @@ def _epochs(ar, rank, n_epochs, die_at=None):
 def _child_rotate(rank, world):
     ring = generate("ring", world)
     ctrl = RotateEvery(ring)
-    ar = ReactAllReduce(algorithm=ring, controller=ctrl, batch=3, delay=2, timeout=20)
+    ar = ReactAllReduce(algorithm=ring, controller=ctrl, every=3, delay=2, timeout=20)
     digests, ok = _epochs(ar, rank, 20)
     ar.close()
     return dict(digests=digests, ok=ok, seen=ctrl.seen if rank == 0 else None,
@@ -66,7 +66,7 @@ def _child_rotate(rank, world):
 
 def _child_broken(rank, world):
     ring = generate("ring", world)
-    ar = ReactAllReduce(algorithm=ring, controller=Broken(), batch=2, delay=1, timeout=20)
+    ar = ReactAllReduce(algorithm=ring, controller=Broken(), every=2, delay=1, timeout=20)
     digests, ok = _epochs(ar, rank, 10)
     time.sleep(0.5)
     ar.close()
@@ -75,7 +75,7 @@ def _child_broken(rank, world):
 
 def _child_dies(rank, world):
     ar = ReactAllReduce(algorithm=generate("ring", world), controller=RotateEvery(generate("ring", world)),
-                        batch=2, delay=1, timeout=3)
+                        every=2, delay=1, timeout=3)
     t = time.monotonic()
     try:
         _epochs(ar, rank, 8, die_at=5)
@@ -114,3 +114,45 @@ def test_worker_death_fails_the_others_with_a_clear_error():
         msg, took = res[rank]
         assert "RCollective on rank" in msg and "step" in msg and "rank" in msg
         assert took < 60
+
+
+class _LateWork:
+    def __init__(self, post, delay):
+        self.post, self.delay = post, delay
+
+    def wait(self, timeout=None):
+        time.sleep(self.delay)
+        return self.post().wait(timeout=timeout)
+
+
+def _child_real_controller(rank, world):
+    import types
+
+    from reactccl.runtime.layout import SEND
+    from reactccl.runtime.rcollective import RCollective
+    from reactccl.tuner import ReactParams
+    params = ReactParams(B=3, apply_delay=2, seed=1)
+    ar = ReactAllReduce(algorithm="nccl-tree", params=params, timeout=30)
+    if rank == world - 1:   # a "congested" rank: each of its sends leaves 30 ms late
+        def late(self, op, buf):
+            if op.kind == SEND:
+                return _LateWork(lambda: RCollective._post(self, op, buf), 0.03)
+            return RCollective._post(self, op, buf)
+        ar.rc._post = types.MethodType(late, ar.rc)
+    digests, ok = _epochs(ar, rank, 24)
+    ar.close()
+    ctrl = ar.tuner.controller
+    return dict(digests=digests, ok=ok, frozen=ar.tuner.frozen, changes=[a.epoch for a in ar.changes],
+                decisions=[(d.kind, d.effective_epoch) for d in ctrl.decisions] if ctrl is not None else None)
+
+
+@pytest.mark.slow
+def test_real_react_controller_on_a_slow_rank():
+    pytest.importorskip("reactccl.tuner")
+    res = run_local(_child_real_controller, 4, timeout=240)
+    for r in res:
+        assert all(r["ok"]) and not r["frozen"], r["frozen"]
+        assert r["digests"] == res[0]["digests"] and r["changes"] == res[0]["changes"]
+    # the leader's controller decided at least once, and every rank switched exactly at its epochs
+    decided = [e for kind, e in res[0]["decisions"]]
+    assert decided and res[0]["changes"] == [e for e in decided if e < 24]

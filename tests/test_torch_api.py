@@ -62,7 +62,7 @@ def _child_ddp(rank, world):
     y = x[:, :4] * 2 + 1
     # several buckets per step, so one REACT epoch spans several calls
     react = DDP(_net(), bucket_cap_mb=0.25)
-    state = rt.enable_react(react, algorithm="nccl-tree", controller=SwapFirstTwo, batch=2, delay=1, timeout=30)
+    state = rt.enable_react(react, algorithm="nccl-tree", controller=SwapFirstTwo, every=2, delay=1, timeout=30)
     losses = _train(react, x, y, 14)
     state.close()
     plain = DDP(_net(), bucket_cap_mb=0.25)

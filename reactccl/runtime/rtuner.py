@@ -1,18 +1,23 @@
 """RTuner: REACT's control plane on a separate CPU thread per rank, over its own Gloo group.
 
-Every rank runs a tuner thread. After each batch of ``batch`` epochs the
-workers send the timing records of those epochs to the leader (``gather``),
-the leader joins them into one :class:`~reactccl.trace.EpochTrace` per epoch,
-feeds them to the REACT controller, and broadcasts an announcement: either
-"keep", or "pattern version v from epoch E on", with E = the first epoch
-after the batch + ``delay`` (default 5, REACT §6.3), so training goes on with
-the old pattern while the round completes and never waits for it.
+Every rank runs a tuner thread. Every ``every`` epochs (a round; default 1)
+the workers send the timing records of those epochs to the leader
+(``gather``), the leader joins them into one :class:`~reactccl.trace.EpochTrace`
+per epoch, feeds them to the REACT controller in epoch order (the controller
+keeps its own batches of B epochs, REACT §5.4), and broadcasts an
+announcement: "keep", or "pattern version v from epoch E on". E is the
+decision's ``effective_epoch`` (REACT's controller sets it ``apply_delay`` = 5
+epochs after the epoch it decided on, §6.3), or else the round's deadline.
+Training goes on with the old pattern meanwhile and never waits for it.
 
-Agreement: the training thread of every rank switches pattern at the
-announced epoch only; before it starts epoch E it makes sure the round whose
-deadline is E has been announced (normally long done; it waits, bounded by
-``timeout``, only if the control plane is more than ``delay`` epochs late).
-So a rank never runs a pattern the others are not running.
+Agreement: round k's deadline is ``(k+1)*every + delay``. Before a rank
+starts epoch e it makes sure every round whose deadline is <= e has been
+announced (normally long done; it waits, bounded by ``timeout``, only if the
+control plane is more than ``delay`` epochs late), then switches to a
+pattern announced for epoch e. The leader refuses (and freezes tuning) any
+decision whose E is earlier than its round's deadline, since a rank might
+already have passed E. So a rank never runs a pattern the others are not
+running.
 
 Faults: if the leader's controller raises, the leader announces "frozen" and
 every rank keeps the last agreed pattern, with a logged warning. If the
@@ -25,8 +30,8 @@ changed pattern then fails with an error instead of computing garbage.
 
 Controller protocol (``reactccl.tuner.ReactController`` or anything alike):
 ``observe(trace: EpochTrace) -> decision | None``, where a decision is a
-:class:`CollectivePattern` or has one in ``.pattern``; it is called once per
-epoch, in order, on the leader only.
+:class:`CollectivePattern` or has one in ``.pattern`` (and optionally
+``.effective_epoch``); it is called once per epoch, in order, on the leader only.
 
 Source: REACT §5.4 (feedback loop), §6.2 (RTuner), §6.3 (5-epoch delay, own interface).
 """
@@ -77,24 +82,26 @@ class RTuner:
         rc: the collective whose pattern is tuned.
         controller: the REACT controller (used on the leader only; may be None elsewhere).
         leader: rank (in ``rc.group``) of the leader; 0 by default.
-        batch: epochs per round (REACT's B).
-        delay: epochs between the end of a round's batch and the epoch its decision applies.
+        every: epochs per control-plane round (1: the records of each epoch go to the
+            leader right after it; REACT's batch B is the controller's own setting).
+        delay: epochs between the end of a round and its deadline (REACT's
+            ``apply_delay``; must not exceed the controller's).
         timeout: seconds for each control-plane exchange and for the training thread's
             bounded wait on a late announcement.
         control_ifname: network interface for the control group (sets
             ``GLOO_SOCKET_IFNAME`` while the group is created); default: the environment's.
 
     Raises:
-        ValueError: bad batch/delay/leader, or no controller on the leader.
+        ValueError: bad every/delay/leader, or no controller on the leader.
     """
 
-    def __init__(self, rc: RCollective, controller=None, leader: int = 0, batch: int = 6, delay: int = 5,
+    def __init__(self, rc: RCollective, controller=None, leader: int = 0, every: int = 1, delay: int = 5,
                  timeout: float = 60.0, control_ifname: str | None = None) -> None:
-        if batch < 1 or delay < 0:
-            raise ValueError(f"batch must be >= 1 and delay >= 0, got batch={batch}, delay={delay}")
+        if every < 1 or delay < 0:
+            raise ValueError(f"every must be >= 1 and delay >= 0, got every={every}, delay={delay}")
         if not 0 <= leader < rc.world:
             raise ValueError(f"leader: rank {leader} is not in the group of {rc.world}")
-        self.rc, self.leader, self.batch, self.delay = rc, leader, batch, delay
+        self.rc, self.leader, self.every, self.delay = rc, leader, every, delay
         self.timeout = float(timeout)
         self.is_leader = rc.rank == leader
         if self.is_leader and controller is None:
@@ -122,24 +129,29 @@ class RTuner:
         self._latest = rc.pattern  # the last announced pattern (tuner thread only)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._announced: dict[int, Announcement] = {}
+        self._awaited = 0                                  # next round the training thread must see
+        self._schedule: dict[int, Announcement] = {}       # epoch -> change (training thread only)
         self._cv = threading.Condition()
         self._thread = threading.Thread(target=self._loop, name=f"rtuner-{rc.rank}", daemon=True)
         self._thread.start()
 
     # ------------------------------------------------------ training thread
     def deadline(self, round_: int) -> int:
-        """The epoch from which round ``round_``'s decision applies."""
-        return (round_ + 1) * self.batch + self.delay
+        """The first epoch before which every rank knows round ``round_``'s announcement."""
+        return (round_ + 1) * self.every + self.delay
 
     def before_epoch(self, epoch: int) -> CollectivePattern:
         """Call before running epoch ``epoch``: switches ``rc`` to the pattern agreed for it and returns it."""
-        if (epoch - self.delay) % self.batch == 0 and epoch >= self.batch + self.delay:
-            k = (epoch - self.delay) // self.batch - 1
-            ann = self._wait_round(k)
-            if ann is not None and ann.pattern is not None and ann.epoch == epoch:
-                self.rc.set_pattern(ann.pattern)
-                self.changes.append(ann)
-                log.info("rank %d: epoch %d runs pattern version %d", self.rc.rank, epoch, ann.version)
+        while self.deadline(self._awaited) <= epoch:
+            ann = self._wait_round(self._awaited)
+            if ann is not None and ann.pattern is not None:
+                self._schedule[ann.epoch] = ann
+            self._awaited += 1
+        ann = self._schedule.pop(epoch, None)
+        if ann is not None:
+            self.rc.set_pattern(ann.pattern)
+            self.changes.append(ann)
+            log.info("rank %d: epoch %d runs pattern version %d", self.rc.rank, epoch, ann.version)
         return self.rc.pattern
 
     def after_epoch(self, epoch: int, records: list[LocalRecord]) -> None:
@@ -152,6 +164,8 @@ class RTuner:
         self._thread.join(timeout)
 
     def _wait_round(self, k: int) -> Announcement | None:
+        if self.frozen and k not in self._announced:
+            return None
         with self._cv:
             ok = self._cv.wait_for(lambda: k in self._announced or bool(self.frozen), timeout=self.timeout)
             if not ok:
@@ -170,7 +184,7 @@ class RTuner:
         try:
             while True:
                 batch = []
-                while len(batch) < self.batch:
+                while len(batch) < self.every:
                     item = self._inbox.get()
                     if item is _STOP:
                         return
@@ -216,7 +230,7 @@ class RTuner:
     def _decide(self, k: int, got: list) -> tuple:
         """Leader: traces of the batch -> controller -> the announcement message."""
         decision = None
-        for i in range(self.batch):
+        for i in range(self.every):
             epoch = got[0][i][0]
             per_rank = [got[r][i][1] for r in range(self.rc.world)]
             calls = len(per_rank[0])
@@ -236,5 +250,11 @@ class RTuner:
         pattern = decision if isinstance(decision, CollectivePattern) else decision.pattern
         if pattern_digest(pattern) == pattern_digest(self._latest):
             return ("keep",)
+        epoch = getattr(decision, "effective_epoch", None)
+        epoch = self.deadline(k) if epoch is None else int(epoch)
+        if epoch < self.deadline(k):
+            raise ControlPlaneError(f"the controller wants the new pattern from epoch {epoch}, but ranks only "
+                                    f"learn of round {k} by epoch {self.deadline(k)} (every={self.every}, "
+                                    f"delay={self.delay}); give the RTuner a delay <= the controller's")
         verify(pattern)
-        return ("change", self.version + 1, self.deadline(k), dumps(pattern))
+        return ("change", self.version + 1, epoch, dumps(pattern))

@@ -51,8 +51,13 @@ class ReactAllReduce:
         controller: the controller the leader uses: an object with
             ``observe(trace)``, or a class/callable ``f(pattern)`` returning one;
             default :func:`default_controller`. Only the leader calls it.
-        params: passed to the default controller.
-        batch, delay, leader, control_ifname: see :class:`RTuner` (B = 6, 5-epoch delay, rank 0).
+        params: ``reactccl.tuner.ReactParams`` for the default controller (B, δ1, δ2, ...,
+            ``apply_delay``).
+        every: epochs per control-plane round (:class:`RTuner`; 1 = records go to the leader
+            after every epoch).
+        delay: the RTuner's delay (default ``params.apply_delay``, REACT's 5 epochs; give the
+            same value on every rank, at most the controller's).
+        leader, control_ifname: see :class:`RTuner` (rank 0 by default).
         timeout: seconds any data-plane wait may take (:class:`RCollective`).
         control_timeout: seconds for control-plane exchanges (default ``timeout``).
         average: divide the sum by the group size (floating dtypes), as DDP wants.
@@ -65,7 +70,7 @@ class ReactAllReduce:
     """
 
     def __init__(self, group=None, algorithm: str | CollectivePattern = "nccl-tree", react: bool = True, *,
-                 controller=None, params=None, batch: int = 6, delay: int = 5, leader: int = 0,
+                 controller=None, params=None, every: int = 1, delay: int | None = None, leader: int = 0,
                  timeout: float = 60.0, control_timeout: float | None = None, control_ifname: str | None = None,
                  average: bool = False, check: str = "change", **options) -> None:
         if not dist.is_initialized():
@@ -84,7 +89,9 @@ class ReactAllReduce:
                 ctrl = controller if controller is not None else (lambda p: default_controller(p, params))
                 if isinstance(ctrl, type) or not hasattr(ctrl, "observe"):
                     ctrl = ctrl(pattern)
-            self.tuner = RTuner(self.rc, ctrl, leader=leader, batch=batch, delay=delay,
+            if delay is None:
+                delay = getattr(params, "apply_delay", 5)
+            self.tuner = RTuner(self.rc, ctrl, leader=leader, every=every, delay=delay,
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
         self.epoch = 0
         self._records: list = []
