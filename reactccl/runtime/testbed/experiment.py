@@ -137,9 +137,10 @@ def _stats(times: Sequence[float], skip: int) -> tuple[float, float]:
 
 
 def summarize(results: dict, skip: int | None = None) -> list[dict]:
-    """One row per (N, p): mean/p95 epoch time (s) per mode, ratios baseline/REACT and
-    baseline/nccl where present, REACT's pattern changes, the victim's share of the
-    message received before and after REACT."""
+    """One row per (N, p): mean/p95 epoch time (s) per mode, the ratios baseline/REACT,
+    REACT's pattern changes, and where the victim ended up: its share of the message
+    received (``victim_in_*``) and its fan-in, the most flows it receives in one step
+    (``victim_fanin_*``), in the initial pattern and in REACT's final one."""
     skip = results["config"]["skip"] if skip is None else skip
     rows = []
     for run in results["runs"]:
@@ -149,8 +150,11 @@ def summarize(results: dict, skip: int | None = None) -> list[dict]:
         if "react" in run["modes"]:
             r = run["modes"]["react"]
             row["changes"] = r.get("changes")
-            row["victim_in_before"] = run["in_fraction"][run["victim"]]
-            row["victim_in_after"] = r["in_fraction"][run["victim"]]
+            v = run["victim"]
+            row["victim_in_before"] = run["in_fraction"][v]
+            row["victim_in_after"] = r["in_fraction"][v]
+            row["victim_fanin_before"] = int(np.asarray(run["in_degree"])[:, v].max())
+            row["victim_fanin_after"] = int(np.asarray(r["in_degree"])[:, v].max())
             if "baseline" in run["modes"]:
                 row["speedup_mean"] = row["baseline_mean"] / row["react_mean"]
                 row["speedup_p95"] = row["baseline_p95"] / row["react_p95"]
@@ -161,18 +165,18 @@ def summarize(results: dict, skip: int | None = None) -> list[dict]:
 def format_table(rows: list[dict]) -> str:
     """Table 2 layout: N, p, speedup (mean, p95), changes, epoch times, and the paper's values."""
     head = (f"{'N':>2} {'p':>2} | {'speedup mean':>12} {'p95':>6} {'changes':>7} | "
-            f"{'baseline':>9} {'REACT':>9} {'all_reduce':>10} (mean s) | victim in-share | paper mean/p95/chg")
+            f"{'baseline':>9} {'REACT':>9} {'all_reduce':>10} (mean s) | victim fan-in | paper mean/p95/chg")
     lines = [head, "-" * len(head)]
     for r in rows:
         paper = PAPER_TABLE2.get((r["hosts"], r["flows"]))
         ptxt = f"{paper[0]:.3f}/{paper[1]:.3f}/{paper[2]:g}" if paper else "-"
         sm, sp = r.get("speedup_mean"), r.get("speedup_p95")
-        share = (f"{r['victim_in_before']:.2f} -> {r['victim_in_after']:.2f}"
-                 if "victim_in_after" in r else "-")
+        share = (f"{r['victim_fanin_before']} -> {r['victim_fanin_after']}"
+                 if "victim_fanin_after" in r else "-")
         lines.append(
             f"{r['hosts']:>2} {r['flows']:>2} | {_f(sm, 12, 3)} {_f(sp, 6, 3)} {_f(r.get('changes'), 7, 0)} | "
             f"{_f(r.get('baseline_mean'), 9, 3)} {_f(r.get('react_mean'), 9, 3)} "
-            f"{_f(r.get('nccl_mean'), 10, 3)} | {share:>15} | {ptxt}")
+            f"{_f(r.get('nccl_mean'), 10, 3)} | {share:>13} | {ptxt}")
     return "\n".join(lines)
 
 

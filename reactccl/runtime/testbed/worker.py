@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     dist.all_gather_object(gathered, {"enter": enter, "leave": leave})
     if rank == 0:
         result = {"world": world, "algorithm": a.algorithm, "message_bytes": numel * 4,
-                  "in_fraction": in_fraction(initial),
+                  "in_fraction": in_fraction(initial), "in_degree": initial.degrees()[0].tolist(),
                   "epochs": a.epochs, "rounds": a.rounds, "order": modes, "modes": {}}
         for m in modes:
             starts = [min(g["enter"][m][e] for g in gathered) for e in range(len(enter[m]))]
@@ -119,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
                 entry["changes"] = len(changes)
                 entry["change_epochs"] = [c.epoch for c in changes]
                 entry["in_fraction"] = in_fraction(ops[m].pattern)
+                entry["in_degree"] = ops[m].pattern.degrees()[0].tolist()
+                ctrl = getattr(ops[m].tuner, "controller", None)
+                log = getattr(ctrl, "decisions", None)
+                if log is not None:
+                    entry["decisions"] = [d.to_dict() for d in log]
+                    entry["report"] = log.report()
             result["modes"][m] = entry
         tmp = a.out + ".tmp"
         with open(tmp, "w") as f:
