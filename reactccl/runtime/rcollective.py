@@ -57,7 +57,7 @@ import torch.distributed as dist
 
 from ..pattern import CollectivePattern
 from .clock import clock_offset
-from .layout import RECV, SEND, LocalOp, LocalPlan, local_plan
+from .layout import RECV, SEND, LocalOp, LocalPlan, block_bounds, local_plan
 from .records import LocalRecord, assemble_trace
 
 __all__ = ["RCollective", "FlowTimeoutError", "MismatchError", "pattern_digest", "TAG_BASE"]
@@ -183,6 +183,8 @@ class RCollective:
             MismatchError: ranks disagree on element count, dtype, device type or pattern.
             FlowTimeoutError: a flow did not complete within ``timeout`` seconds
                 (a dead or stalled peer), naming the step, the peer and the chunks.
+                Requests still posted then stay with the group: treat the group as
+                broken (destroy it) after this error.
         """
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"tensor: expected a torch.Tensor, got {type(tensor).__name__}")
@@ -205,6 +207,13 @@ class RCollective:
             flat.numel() * esize, self.digest, self.clock_offset or 0.0)
         self.calls += 1
         return tensor
+
+    def block(self, tensor: torch.Tensor, rank: int | None = None) -> torch.Tensor:
+        """The view of ``tensor`` (flat, contiguous) that is ``rank``'s block (default this rank):
+        AllGather's input / ReduceScatter's output place, ``[r*n//N, (r+1)*n//N)``."""
+        r = self.rank if rank is None else int(rank)
+        b = block_bounds(self.world, tensor.numel())
+        return tensor.view(-1)[int(b[r]):int(b[r + 1])]
 
     def gather_trace(self, group=None):
         """All ranks' records of the last call joined into an :class:`EpochTrace` (collective
