@@ -5,7 +5,6 @@ costs seconds on CI's 2 cores); the children return plain data and the
 assertions run here.
 """
 
-import datetime
 import os
 import time
 
@@ -234,6 +233,15 @@ def _child_mismatch(rank, world):
         msgs.append("no error")
     except MismatchError as e:
         msgs.append(str(e))
+    # a size change on one rank only, after the others checked theirs: rank 1 waits in the check,
+    # the others in their flows; both give up after the timeout (3 s) with an error, not a hang
+    rc = RCollective(ring, timeout=3)
+    rc(torch.zeros(10))
+    try:
+        rc(torch.zeros(10 + (rank == 1)))
+        msgs.append("no error")
+    except (MismatchError, FlowTimeoutError) as e:
+        msgs.append(f"{type(e).__name__}: {e}")
     return msgs
 
 
@@ -292,6 +300,10 @@ def test_mismatched_sizes_dtypes_patterns_raise_on_every_rank():
         assert "10 elements here, 11 on rank 1" in msgs[0] or "11 elements here, 10 on rank 0" in msgs[0]
         assert "dtype" in msgs[1]
         assert "pattern digest" in msgs[2]
+        if rank == 1:
+            assert msgs[3].startswith("MismatchError") and "did not complete within 3 s" in msgs[3]
+        else:
+            assert msgs[3].startswith("FlowTimeoutError") and "step" in msgs[3]
 
 
 @pytest.mark.parametrize("how", ["dies", "stalls"])

@@ -66,7 +66,7 @@ def _child_rotate(rank, world):
 
 def _child_broken(rank, world):
     ring = generate("ring", world)
-    ar = ReactAllReduce(algorithm=ring, controller=Broken(), every=2, delay=1, timeout=20)
+    ar = ReactAllReduce(algorithm=ring, controller=Broken(), every=2, delay=1, timeout=20, control_ifname="lo")
     digests, ok = _epochs(ar, rank, 10)
     time.sleep(0.5)
     ar.close()

@@ -271,7 +271,14 @@ class RCollective:
         mine = torch.tensor([flat.numel(), _dtype_code(flat.dtype), zlib.crc32(flat.device.type.encode()),
                              self.digest], dtype=torch.int64, device=flat.device)
         allv = [torch.empty_like(mine) for _ in range(self.world)]
-        dist.all_gather(allv, mine, group=self.group)
+        work = dist.all_gather(allv, mine, group=self.group, async_op=True)
+        try:
+            work.wait(timeout=datetime.timedelta(seconds=self.timeout))
+        except Exception as e:  # noqa: BLE001 - reworded: the usual cause is a rank not calling
+            raise MismatchError(
+                f"RCollective on rank {self.rank}: the agreement check ({flat.numel()} elements of {flat.dtype}, "
+                f"pattern digest {self.digest:x}) did not complete within {self.timeout:g} s; some rank is not "
+                f"calling the collective, or calls it with other arguments it already checked ({e})") from e
         rows = torch.stack(allv).cpu().numpy()
         bad = np.flatnonzero((rows != rows[self.rank]).any(axis=1))
         if bad.size:
