@@ -3,12 +3,13 @@ right fields; multi-job arms; the ``experiment`` command."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from reactccl.cli.main import main
-from reactccl.experiments import experiment_table, run_experiment
+from reactccl.experiments import EXPERIMENTS, SweepConfig, experiment_table, run_arm, run_experiment
 from reactccl.experiments.report import SCHEMA
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -52,6 +53,10 @@ def test_quick_fig6_two_jobs_both_with_react(tmp_path):
     no_share = doc["scenarios"][0]
     assert no_share["scenario"]["setting"] == {"shared": 0}
     assert len(no_share["arms"]["react"]["jobs"]) == 2
+    sc = EXPERIMENTS["fig6"].build(SweepConfig.make(quick=True, scenarios=1, epochs=14, warmup=4))[0]
+    alone = run_arm(dataclasses.replace(sc, jobs=sc.jobs[:1], arms=(("baseline", (False,)),)), (False,))
+    together = [row[0] for row in no_share["arms"]["baseline"]["epoch_times"]]
+    assert together == pytest.approx(alone.durations[:, 0].tolist(), rel=1e-12)
 
 
 def test_quick_fig7_arms(tmp_path):

@@ -51,6 +51,8 @@ def _config(args: argparse.Namespace) -> DemoConfig:
 def run(args: argparse.Namespace) -> int:
     """Run the demo; returns the exit code (2 on a bad setting)."""
     console = Console()
+    if not console.is_terminal:  # piped or redirected: wide enough for the tables
+        console = Console(width=120)
     try:
         cfg = _config(args)
         if args.json or args.no_progress:

@@ -47,6 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the experiment; returns the exit code (2 on a bad name or setting)."""
     console = Console()
+    if not console.is_terminal:  # piped or redirected: wide enough for the table
+        console = Console(width=160)
     if args.name == "list":
         for e in EXPERIMENTS.values():
             console.print(f"[bold]{e.name}[/bold]  {e.title}")
