@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 
 from reactccl.algorithms import generate  # noqa: E402
-from reactccl.pattern import PatternBuilder, verify  # noqa: E402
+from reactccl.pattern import PatternBuilder, VerificationError, verify  # noqa: E402
 from reactccl.runtime import FlowTimeoutError, MismatchError, RCollective, block_bounds  # noqa: E402
 from reactccl.runtime.layout import SEND  # noqa: E402
 from reactccl.runtime.local import run_local  # noqa: E402
@@ -233,6 +233,15 @@ def _child_mismatch(rank, world):
         msgs.append("no error")
     except MismatchError as e:
         msgs.append(str(e))
+    # a pattern that does not compute its collective is refused before anything is sent
+    broken = PatternBuilder("allreduce", 3)
+    c = broken.chunk(1.0, 0)
+    broken.flow(0, 0, 1, [c])
+    try:
+        RCollective(broken.build())
+        msgs.append("no error")
+    except VerificationError as e:
+        msgs.append(f"VerificationError: {e}")
     # a size change on one rank only, after the others checked theirs: rank 1 waits in the check,
     # the others in their flows; both give up after the timeout (3 s) with an error, not a hang
     rc = RCollective(ring, timeout=3)
@@ -300,10 +309,11 @@ def test_mismatched_sizes_dtypes_patterns_raise_on_every_rank():
         assert "10 elements here, 11 on rank 1" in msgs[0] or "11 elements here, 10 on rank 0" in msgs[0]
         assert "dtype" in msgs[1]
         assert "pattern digest" in msgs[2]
+        assert msgs[3].startswith("VerificationError") and "missing" in msgs[3]
         if rank == 1:
-            assert msgs[3].startswith("MismatchError") and "did not complete within 3 s" in msgs[3]
+            assert msgs[4].startswith("MismatchError") and "did not complete within 3 s" in msgs[4]
         else:
-            assert msgs[3].startswith("FlowTimeoutError") and "step" in msgs[3]
+            assert msgs[4].startswith("FlowTimeoutError") and "step" in msgs[4]
 
 
 @pytest.mark.parametrize("how", ["dies", "stalls"])

@@ -55,7 +55,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ..pattern import CollectivePattern
+from ..pattern import CollectivePattern, verify
 from .clock import clock_offset
 from .layout import RECV, SEND, LocalOp, LocalPlan, block_bounds, local_plan
 from .records import LocalRecord, assemble_trace
@@ -114,16 +114,19 @@ class RCollective:
             call; ``"never"`` skips it.
         mode: ``"auto"`` (data-driven on Gloo, stepwise on NCCL), ``"data"`` or
             ``"stepwise"``.
+        verify_patterns: run :func:`reactccl.pattern.verify` on every pattern
+            given (default True; a wrong pattern would silently give wrong sums).
 
     Raises:
         ValueError: pattern and group sizes differ, or a bad option.
+        VerificationError: the pattern does not compute its collective.
 
     A REACT swap is :meth:`set_pattern` with a relabelled pattern: the group
     (and its connections) stays the same.
     """
 
     def __init__(self, pattern: CollectivePattern, group=None, timeout: float = 60.0,
-                 check: str = "change", mode: str = "auto") -> None:
+                 check: str = "change", mode: str = "auto", verify_patterns: bool = True) -> None:
         if not dist.is_initialized():
             raise RuntimeError("RCollective: torch.distributed is not initialised (call init_process_group)")
         if check not in ("change", "always", "never"):
@@ -137,7 +140,7 @@ class RCollective:
         self.world = dist.get_world_size(group)
         self._global = [dist.get_global_rank(group, r) if group is not None else r for r in range(self.world)]
         self.timeout = float(timeout)
-        self.check, self.mode = check, mode
+        self.check, self.mode, self.verify_patterns = check, mode, verify_patterns
         self._plans: OrderedDict = OrderedDict()
         self._checked: OrderedDict = OrderedDict()
         self._buffers: dict = {}
@@ -160,6 +163,7 @@ class RCollective:
         Raises:
             ValueError: its rank count differs from the group's size, or it is a
                 different collective than the current pattern.
+            VerificationError: it does not compute its collective (``verify_patterns``).
         """
         if not isinstance(pattern, CollectivePattern):
             raise TypeError(f"pattern: expected a CollectivePattern, got {type(pattern).__name__}")
@@ -169,6 +173,8 @@ class RCollective:
         if old is not None and old.collective != pattern.collective:
             raise ValueError(f"set_pattern: cannot change the collective from {old.collective.value} to "
                              f"{pattern.collective.value}")
+        if self.verify_patterns:
+            verify(pattern)
         self._pattern = pattern
         self.digest = pattern_digest(pattern)
 
