@@ -6,7 +6,7 @@ import pytest
 
 from reactccl.algorithms import generate
 from reactccl.algorithms.swing import rho, swing_peers
-from reactccl.algorithms.torus_baselines import hamiltonian_cycle
+from reactccl.algorithms.torus_baselines import disjoint_cycles, hamiltonian_cycle
 from reactccl.algorithms.torus_common import dimension_walk
 from reactccl.algorithms.trivance import trivance_distances
 from reactccl.cost.deficiency import deficiency
@@ -106,7 +106,14 @@ def test_ring_and_rd():
         g = TorusGeometry(shape)
         assert (g.distance(cyc, np.roll(cyc, -1)) == 1).all()
     pat, d = metrics("torus-ring", (4, 4))
-    assert pat.num_steps == 30 and (d.psi, d.theta) == pytest.approx((1, 1))
+    # two edge-disjoint Hamiltonian cycles, both ways: balanced multiport ring
+    assert pat.num_steps == 30 and (d.psi, d.theta, d.omega) == pytest.approx((1, 1, 1))
+    a, b = disjoint_cycles(5)
+    ea = {frozenset(e) for e in zip(a.tolist(), np.roll(a, -1).tolist())}
+    eb = {frozenset(e) for e in zip(b.tolist(), np.roll(b, -1).tolist())}
+    assert len(ea) == len(eb) == 25 and not ea & eb
+    pat, d = metrics("torus-ring", (4, 6))
+    assert d.omega == pytest.approx(2)
     rd = generate("rd-allreduce", 16)
     d = deficiency(rd, TorusGeometry((4, 4)))
     # 4 steps, whole vector each: Ψ = 16*4 / 30; XOR 1 and 4 are 1 hop, XOR 2 and 8 are 2 hops (n = 4)

@@ -49,3 +49,12 @@ def test_cli_metrics_and_goodput(tmp_path, capsys):
     out = json.loads((tmp_path / "sp-hyperx.json").read_text())
     assert out["experiment"] == "sp-hyperx" and (tmp_path / "sp-hyperx.png").exists()
     assert main(["sp", "metrics", "swing-b", "--fabric", "torus:5x5"]) == 2
+
+
+def test_cli_ksp_table(capsys):
+    assert main(["sp", "ksp", "--fabric", "torus:8x8", "--ks", "1,2,8"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = {int(line.split()[0]): line.split() for line in out[2:]}
+    assert rows[1][1:4] == ["1", "2", "256"]   # depth, rounds, W(T) of the star
+    assert rows[2][1:4] == ["2", "4", "139"]
+    assert rows[8][1:5] == ["8", "16", "63", "1.000"]

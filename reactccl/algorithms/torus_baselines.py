@@ -6,8 +6,8 @@ is defined here because the generic ``recursive-doubling`` generator is an AllGa
 The generic generators (``ring``, ``recursive-doubling``, ``rabenseifner``) number ranks
 0..p-1; on a torus rank r runs on node r (row-major coordinates, :class:`TorusGeometry`),
 so their patterns route as they are. Only the ring needs a placement: ``torus-ring`` lays
-the ring along a Hamiltonian cycle of the torus (every ring hop is one link) and runs it in
-both directions on half the message each (the two directions use disjoint links).
+rings along Hamiltonian cycles of the torus (every ring hop is one link): on n x n two
+edge-disjoint cycles, each both ways (balanced multiport, Ω = 1); otherwise one cycle both ways.
 
 Hamiltonian cycle of ``m x n`` (node = n*x + y): a snake (rows alternately left-right and
 right-left, closing through the wrap link of column 0) when m is even, the transposed snake
@@ -27,7 +27,7 @@ from ..topology.torus import TorusGeometry
 from .registry import generate, register
 from .torus_common import assemble, combine, parse_shape, whole_vector_flows
 
-__all__ = ["hamiltonian_cycle", "torus_ring", "rd_allreduce"]
+__all__ = ["hamiltonian_cycle", "disjoint_cycles", "torus_ring", "rd_allreduce"]
 
 
 def hamiltonian_cycle(shape: Sequence[int]) -> np.ndarray:
@@ -53,21 +53,36 @@ def hamiltonian_cycle(shape: Sequence[int]) -> np.ndarray:
     raise PatternError(f"hamiltonian_cycle: no construction here for odd sides {tuple(shape)}")
 
 
-@register("torus-ring", "allreduce", "ring AllReduce along a Hamiltonian cycle of a 2-D torus, both directions")
+def disjoint_cycles(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two edge-disjoint Hamiltonian cycles of the n x n torus that together use every
+    cable: the diagonal spiral A = ``(x, (j - x) mod n)`` and its transpose B. A skips, in
+    row x, the wrap cable ``(x, n-1-x) - (x, n-x)`` and turns down the cable
+    ``(x, n-1-x) - (x+1, n-1-x)``; B uses exactly the skipped cables and skips exactly
+    the turning ones. Returns ``(A, B)``, node ids, each shape ``(n*n,)``."""
+    x = np.repeat(np.arange(n), n)
+    j = np.tile(np.arange(n), n)
+    a = x * n + (j - x) % n
+    return a, (a % n) * n + a // n
+
+
+@register("torus-ring", "allreduce", "ring AllReduce along Hamiltonian cycles of a 2-D torus (4 rings on n x n)")
 def torus_ring(num_ranks: int, shape: Sequence[int] | None = None) -> CollectivePattern:
-    """Ring AllReduce on a Hamiltonian cycle, both directions (half the message each);
-    ``2(p-1)`` steps, every transmission one hop.
+    """Ring AllReduce on Hamiltonian cycles, ``2(p-1)`` steps, every transmission one hop.
+
+    On ``n x n`` the two edge-disjoint cycles of :func:`disjoint_cycles`, each run both ways,
+    give four rings on a quarter of the message each: every directed link carries one ring
+    in every step (balanced multiport, Ψ = Θ = Ω = 1, SP-allreduce §2.4). Otherwise one
+    cycle (:func:`hamiltonian_cycle`) both ways on half the message each (Ω = 2).
 
     Raises:
         PatternError: see :func:`hamiltonian_cycle`.
     """
     shp = parse_shape(num_ranks, shape, 2)
     TorusGeometry(shp)
-    cyc = hamiltonian_cycle(shp)
+    cycles = list(disjoint_cycles(shp[0])) if shp[0] == shp[1] else [hamiltonian_cycle(shp)]
     ring = generate("ring", num_ranks, check=False)
-    fwd = ring.relabel(cyc)
-    bwd = ring.relabel(cyc[::-1].copy())
-    return combine([fwd, bwd], name=f"torus-ring {shp[0]}x{shp[1]}")
+    parts = [ring.relabel(c) for cyc in cycles for c in (cyc, cyc[::-1].copy())]
+    return combine(parts, name=f"torus-ring {shp[0]}x{shp[1]}")
 
 
 @register("rd-allreduce", "allreduce", "recursive-doubling AllReduce: whole vector to the XOR partner every step (p = 2^k)")

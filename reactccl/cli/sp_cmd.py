@@ -2,6 +2,7 @@
 
 * ``reactccl sp metrics ALG --fabric torus:8x8 [--opt k=3]`` — rounds S, Ψ, Θ, Ω, Q and the
   model time of one schedule on a torus, HyperX or spine-leaf fabric.
+* ``reactccl sp ksp --fabric torus:8x8`` — W(T), Θ, Ω and rounds of k-SP-allreduce per k.
 * ``reactccl sp goodput NAME [--sizes 64KiB,1MiB] [--engine netsim|model] [--out DIR]`` — one
   of the paper's goodput experiments (see :mod:`reactccl.experiments.sp_figures`).
 
@@ -63,6 +64,24 @@ def _metrics(args) -> int:
     return 0
 
 
+def _ksp(args) -> int:
+    from ..algorithms.kspt import ksp_tree
+    from ..topology.torus import TorusGeometry
+    fab = _fabric(args.fabric)
+    if fab.kind != "torus":
+        raise PatternError("sp ksp: k-SP trees are built on tori (--fabric torus:NxN)")
+    geom = TorusGeometry(fab.shape)
+    ks = [int(k) for k in args.ks.split(",")] if args.ks else list(range(1, geom.diameter + 1))
+    print(f"k-SP-allreduce on {fab.label} (p = {geom.num_nodes}, H = {geom.diameter})")
+    print(f"  {'k':>3s} {'depth':>5s} {'rounds':>6s} {'W(T)':>7s} {'Theta':>7s} {'Omega':>7s}  layer distances")
+    for k in ks:
+        parent, L, W = ksp_tree(geom, k)
+        pat = generate("k-sp-allreduce", geom.num_nodes, check=geom.num_nodes <= 256, k=k, shape=fab.shape)
+        d = deficiency(pat, geom)
+        print(f"  {k:3d} {len(L) - 1:5d} {pat.num_steps:6d} {W:7d} {d.theta:7.3f} {d.omega:7.3f}  {L}")
+    return 0
+
+
 def _goodput(args) -> int:
     from ..experiments.sp_figures import run_experiment
     kw = dict(engine=args.engine)
@@ -106,6 +125,10 @@ def add_parser(subparsers) -> None:
     m.add_argument("--packed", action="store_true", help="pack flows per (round, src, dst) first (same metrics)")
     m.add_argument("--json", action="store_true", help="print one JSON document")
     m.set_defaults(func=_run, sp_func=_metrics)
+    k = sub.add_parser("ksp", help="W(T), Θ, Ω and rounds of k-SP-allreduce for each k")
+    k.add_argument("--fabric", default="torus:8x8", help="torus:NxN")
+    k.add_argument("--ks", help="comma-separated k (default 1..H)")
+    k.set_defaults(func=_run, sp_func=_ksp)
     g = sub.add_parser("goodput", help="a goodput experiment of the paper (§7)")
     g.add_argument("name", choices=["sp-square", "sp-linkrate", "sp-latency", "sp-rect", "sp-hyperx", "sp-spineleaf"])
     g.add_argument("--engine", default="netsim", choices=["netsim", "model"],
