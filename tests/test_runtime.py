@@ -260,6 +260,7 @@ def _child_dead_peer(rank, world, how):
     rc(torch.ones(6))  # agreement checked; the next call goes straight to p2p
     if rank == 2:
         if how == "dies":
+            time.sleep(0.5)   # let the first call's last bytes reach the others first
             os._exit(3)
         time.sleep(8)  # stalls past the others' timeout
         return "stalled"

@@ -95,6 +95,8 @@ class LocalOp:
         numel: elements carried (sum of segment lengths).
         offset: where this op's staging buffer starts in the plan's send or
             receive arena (elements).
+        chunk_list, seg_list: ``chunks`` and ``segments`` as Python tuples (the
+            executor's hot loop reads these).
     """
 
     index: int
@@ -107,6 +109,12 @@ class LocalOp:
     segments: np.ndarray
     numel: int
     offset: int = 0
+    chunk_list: tuple = ()
+    seg_list: tuple = ()
+
+    def __post_init__(self) -> None:
+        self.chunk_list = tuple(self.chunks.tolist())
+        self.seg_list = tuple(tuple(s) for s in self.segments.tolist())
 
     def describe(self, pattern: CollectivePattern | None = None) -> str:
         """``"flow 7 (step 2, send to rank 3, chunks [4, 5])"``."""
@@ -131,6 +139,9 @@ class LocalPlan:
     * nothing waits for chunks it does not touch (no global barrier).
 
     The order is acyclic (it is a total order), so execution cannot deadlock.
+
+    Also holds ``sends`` and ``recvs`` (the ops of each kind, in order) and their
+    flow ids ``send_flows``/``recv_flows`` and element counts ``send_elems``.
     """
 
     rank: int
@@ -141,15 +152,12 @@ class LocalPlan:
     send_numel: int = 0
     recv_numel: int = 0
 
-    @property
-    def sends(self) -> list[LocalOp]:
-        """The send ops, in the total order."""
-        return [o for o in self.ops if o.kind == SEND]
-
-    @property
-    def recvs(self) -> list[LocalOp]:
-        """The receive ops, in the total order."""
-        return [o for o in self.ops if o.kind == RECV]
+    def __post_init__(self) -> None:
+        self.sends = [o for o in self.ops if o.kind == SEND]
+        self.recvs = [o for o in self.ops if o.kind == RECV]
+        self.send_flows = np.array([o.flow for o in self.sends], dtype=np.int64)
+        self.recv_flows = np.array([o.flow for o in self.recvs], dtype=np.int64)
+        self.send_elems = np.array([o.numel for o in self.sends], dtype=np.float64)
 
 
 def _segments(chunks: np.ndarray, bounds: np.ndarray) -> np.ndarray:

@@ -203,13 +203,11 @@ class RCollective:
         sent_t, recv_t = run(flat, plan)
         if flat.data_ptr() != tensor.data_ptr():
             tensor.copy_(flat.view_as(tensor))
-        sends, recvs = plan.sends, plan.recvs
         esize = flat.element_size()
         self.last_record = LocalRecord(
             self.rank, self.calls if epoch is None else int(epoch), enter, time.monotonic(),
-            np.array([o.flow for o in sends], dtype=np.int64), np.array(sent_t, dtype=np.float64),
-            np.array([o.numel * esize for o in sends], dtype=np.float64),
-            np.array([o.flow for o in recvs], dtype=np.int64), np.array(recv_t, dtype=np.float64),
+            plan.send_flows, np.array(sent_t, dtype=np.float64), plan.send_elems * esize,
+            plan.recv_flows, np.array(recv_t, dtype=np.float64),
             flat.numel() * esize, self.digest, self.clock_offset or 0.0)
         self.calls += 1
         return tensor
@@ -323,7 +321,7 @@ class RCollective:
     def _stage(op: LocalOp, flat: torch.Tensor, buf: torch.Tensor) -> torch.Tensor:
         out = buf[op.offset:op.offset + op.numel]
         k = 0
-        for lo, hi in op.segments.tolist():
+        for lo, hi in op.seg_list:
             out[k:k + hi - lo].copy_(flat[lo:hi])
             k += hi - lo
         return out
@@ -332,7 +330,7 @@ class RCollective:
     def _apply(op: LocalOp, flat: torch.Tensor, buf: torch.Tensor) -> None:
         src = buf[op.offset:op.offset + op.numel]
         k = 0
-        for lo, hi in op.segments.tolist():
+        for lo, hi in op.seg_list:
             if op.op == 0:
                 flat[lo:hi].add_(src[k:k + hi - lo])
             else:
@@ -375,7 +373,7 @@ class RCollective:
 
         def ready(op: LocalOp) -> bool:
             return (not done[op.index] and (op.kind == SEND or arrived[op.index])
-                    and all(plan.queues[c][head[c]] == op.index for c in op.chunks.tolist()))
+                    and all(plan.queues[c][head[c]] == op.index for c in op.chunk_list))
 
         def progress(todo: list[int]) -> None:
             nonlocal outstanding
@@ -391,7 +389,7 @@ class RCollective:
                 else:
                     self._apply(op, flat, rbuf)
                 done[op.index] = True
-                for c in op.chunks.tolist():
+                for c in op.chunk_list:
                     head[c] += 1
                     q = plan.queues[c]
                     if head[c] < len(q):
