@@ -135,7 +135,8 @@ def _float_cases(rank, world, cases):
         allx = [torch.empty(numel, dtype=torch.float64) for _ in range(world)]
         dist.all_gather(allx, x.double())
         ref = torch.stack(allx).sum(0)
-        bound = (world - 1) * UNIT[dtype] * torch.stack(allx).abs().sum(0) + UNIT[dtype] * ref.abs()
+        ku = (world - 1) * UNIT[dtype]
+        bound = ku / (1 - ku) * torch.stack(allx).abs().sum(0)     # gamma(N-1) * sum |x_i|
         got = RCollective(p, timeout=20)(x.clone()).double()
         ratio = float(((got - ref).abs() / bound.clamp_min(1e-300)).max())
         every = [torch.empty_like(got) for _ in range(world)]

@@ -25,7 +25,9 @@ On CUDA tensors (NCCL) the same plan runs step by step: a step's sends and
 receives are posted as one ``batch_isend_irecv`` group (NCCL's group call,
 which is what makes a ring of sends and receives deadlock-free there), and
 per-step CUDA events time the flows. ``mode="stepwise"`` runs this path on
-Gloo too, which is how CI tests it without a GPU.
+Gloo too, which is how CI tests it without a GPU (the NCCL test itself needs
+two GPUs). NCCL wants the first call on a group to be a collective: keep
+``check`` on (its all-gather comes first).
 
 Exactness: integer dtypes give exactly ``dist.all_reduce``'s result. Floats
 (float32/float16/bfloat16) are summed in the tensor's dtype, each (rank,
@@ -34,9 +36,10 @@ depend on timing. Every rank holds bit-identical results when the pattern
 computes each final value once and copies it (ring, tree, Broadcast) or
 computes it symmetrically (recursive doubling: a+b on one side, b+a on the
 other). The error against a float64 reference is at most
-``(N-1) * u * sum_i |x_i| + u * |sum_i x_i|`` per element, with ``u`` the unit
-roundoff (2^-24 float32, 2^-11 float16, 2^-8 bfloat16), as for any summation
-order (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2).
+``gamma(N-1) * sum_i |x_i|`` per element, with ``gamma(k) = k*u / (1 - k*u)`` and
+``u`` the unit roundoff (2^-24 float32, 2^-11 float16, 2^-8 bfloat16): every
+summation order of N terms obeys it (Higham, *Accuracy and Stability of
+Numerical Algorithms*, 2nd ed., §4.2, eq. 4.4).
 
 Source: REACT §6.1 and Appendix B.1 (Algorithm 2).
 """
@@ -440,11 +443,14 @@ class RCollective:
                 ev0.record()
             t0 = time.monotonic()
             works = dist.batch_isend_irecv(p2p)
-            for o, w in zip(mine, works):
+            # one request per op (Gloo), or one for the whole coalesced group (NCCL)
+            for i, w in enumerate(works):
                 try:
                     w.wait(timeout=td)
                 except Exception as e:  # noqa: BLE001
-                    raise self._error(o, f"failed or timed out: {e}") from e
+                    o = mine[i] if len(works) == len(mine) else mine[0]
+                    why = "" if len(works) == len(mine) else f" (in the group of {len(mine)} flows of step {t})"
+                    raise self._error(o, f"failed or timed out{why}: {e}") from e
             t1 = time.monotonic()
             for o in mine:
                 if o.kind == RECV:
