@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
           f"pattern changes {len(state.changes)}", flush=True)
     if rank == 0:
         print(f"params identical on all {world} ranks: {same}", flush=True)
+        decisions = getattr(state.tuner.controller, "decisions", None) if state.tuner else None
+        if decisions is not None:
+            print("REACT decisions (leader):\n" + decisions.report(), flush=True)
     dist.destroy_process_group()
     return 0 if same else 1
 
