@@ -10,7 +10,8 @@ from reactccl.tuner import (
     brute_force_viable_swaps, candidate_swaps, candidate_windows, find_viable_swaps,
 )
 
-SMALL = [("nccl-tree", n) for n in (3, 4, 5, 6, 7, 8, 12, 16)] + [("ring", n) for n in (3, 4, 5)] + \
+SMALL = [("nccl-tree", n) for n in (3, 4, 5, 6, 7, 8)] + \
+        [pytest.param("nccl-tree", n, marks=pytest.mark.slow) for n in (12, 16)] + [("ring", n) for n in (3, 4, 5)] + \
         [("recursive-doubling", n) for n in (4, 5, 6, 8)] + \
         [(a, n) for a in ("ring-allgather", "ring-reducescatter", "binomial-broadcast", "binomial-reduce",
                           "rabenseifner") for n in (4, 5)]

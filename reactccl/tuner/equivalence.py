@@ -187,12 +187,11 @@ def _backward(X: np.ndarray, st) -> np.ndarray:
 
 
 def _row_ids(M: np.ndarray) -> np.ndarray:
-    """Class id of every row of each ``M[t]`` (equal rows, equal ids), shape ``M.shape[:2]``."""
-    out = np.empty(M.shape[:2], dtype=np.int64)
-    for t in range(M.shape[0]):
-        _, inv = np.unique(M[t], axis=0, return_inverse=True)
-        out[t] = inv.reshape(-1)
-    return out
+    """Class id of every row of ``M`` (shape ``(T, N, K)``; equal rows, equal ids), shape ``(T, N)``."""
+    flat = np.ascontiguousarray(M.reshape(-1, M.shape[2]))
+    _, inv = np.unique(flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).reshape(-1),
+                       return_inverse=True)
+    return inv.reshape(M.shape[:2])
 
 
 def _chunk_valid(p: CollectivePattern, c: int, cand: SwapSet, rng: np.random.Generator) -> np.ndarray:
@@ -255,17 +254,19 @@ def _chunk_valid(p: CollectivePattern, c: int, cand: SwapSet, rng: np.random.Gen
     return ok
 
 
-def find_viable_swaps(pattern: CollectivePattern, graphs=None, seed: int = 0) -> SwapSet:
+def find_viable_swaps(pattern: CollectivePattern, graphs=None, seed: int = 0, check: bool = True) -> SwapSet:
     """All window swaps (② and ③) of ``pattern`` that keep it computing its collective.
 
     Equal to :func:`brute_force_viable_swaps` (tested for small N) at a fraction of its cost:
     O(G·C_g·T²·N²) plus O(1) per candidate for most candidates. ``seed`` only drives the
-    prefilter's random projections; the result does not depend on it.
+    prefilter's random projections; the result does not depend on it. ``check=False`` skips
+    verifying ``pattern`` itself (the method assumes it is correct).
 
     Raises:
         VerificationError: ``pattern`` itself is not correct.
     """
-    verify(pattern)
+    if check:
+        verify(pattern)
     rng = np.random.default_rng(seed)
     cand = candidate_windows(pattern, graphs)
     if not len(cand):

@@ -268,10 +268,16 @@ class ViableSwaps:
 
     For AllReduce a chunk graph's sub-collective is symmetric in the ranks, so after ① or ② a
     graph's set is the old one relabelled; any other change recomputes the graph's set on demand.
+
+    Args:
+        seed: seed of :func:`find_viable_swaps`' prefilter (the sets do not depend on it).
+        memo: optional dict shared between instances: sets already computed for a pattern
+            (keyed by graph and the pattern's arrays) are reused, e.g. after a revert.
     """
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: int = 0, memo: dict | None = None) -> None:
         self.seed = seed
+        self.memo = {} if memo is None else memo
         self._sets: dict[int, tuple[SwapSet, np.ndarray]] = {}
         self.computed = 0
 
@@ -279,9 +285,12 @@ class ViableSwaps:
         """Viable window swaps of graph ``g`` in the current rank labels (``a < b``)."""
         g = int(g)
         if g not in self._sets:
-            s = find_viable_swaps(placement.pattern, graphs=[g], seed=self.seed)
-            self._sets[g] = (s, np.arange(placement.original.num_ranks))
-            self.computed += 1
+            pat = placement.pattern
+            key = (g, pat.src.tobytes(), pat.dst.tobytes(), pat.chunk_idx.tobytes())
+            if key not in self.memo:
+                self.memo[key] = find_viable_swaps(pat, graphs=[g], seed=self.seed, check=False)
+                self.computed += 1
+            self._sets[g] = (self.memo[key], np.arange(placement.original.num_ranks))
         s, rho = self._sets[g]
         a, b = rho[s.a], rho[s.b]
         return SwapSet(s.graph, s.t0, s.t1, np.minimum(a, b), np.maximum(a, b), s.full)

@@ -1,0 +1,105 @@
+"""The REACT loop (§5.4, Algorithm 1, §6.3) driven by a synthetic executor with injected congestion."""
+
+import json
+
+import numpy as np
+import pytest
+
+from reactccl.algorithms import generate
+from reactccl.pattern import verify
+from reactccl.tuner import ReactController, ReactParams, TunerError, run_baseline, run_react
+from reactccl.tuner.synthetic import SyntheticExecutor
+
+
+def _pair(pattern, epochs=60, params=None, **kw):
+    base = run_baseline(SyntheticExecutor(**kw), pattern, epochs)
+    react = run_react(SyntheticExecutor(**kw), pattern, epochs, params)
+    return base, react
+
+
+def test_steady_congestion_into_a_rank_is_evaded():
+    p = generate("nccl-tree", 8)
+    base, react = _pair(p, slow_into={3: 3.0})
+    assert react.stats(25)["mean_s"] < 0.9 * base.stats(25)["mean_s"]
+    first = react.decisions[0]
+    assert first.kind == "transform" and first.epoch == 5 and first.effective_epoch == 11   # B=6, L=5
+    assert {d["dst"] for d in first.detected} == {3} and {d["kind"] for d in first.detected} == {"steady"}
+    sw = first.swaps[0]
+    assert sw["node"]["rank"] == 3 and sw["lowers_degree"] and sw["symbol"] == "③"
+    assert first.estimated_gain > 1.05 and first.measured_gain > 1.05 and not first.reverted
+    assert react.in_effect[:11].tolist() == [-1] * 11 and react.in_effect[11] == 0
+    assert react.durations[:11].tolist() == base.durations[:11].tolist()   # same pattern until then
+
+
+def test_every_pattern_verifies_and_ranks_switch_together():
+    p = generate("nccl-tree", 8)
+    ctrl = ReactController(p, ReactParams(apply_delay=2))
+    ex = SyntheticExecutor(slow_into={3: 3.0, 6: 2.0})
+    seen = []
+    for e in range(60):
+        q = ctrl.pattern_for_epoch(e)
+        verify(q)
+        d = ctrl.observe(ex.run_epoch(q))
+        if d is not None:
+            assert d.effective_epoch == e + 3
+            assert ctrl.pattern_for_epoch(e + 2) == q
+            assert ctrl.pattern_for_epoch(e + 3) == d.pattern
+            seen.append(d)
+    # swaps move ranks, never steps or chunks: flow i stays TEN position i
+    assert seen and all(np.array_equal(d.pattern.step, p.step) and np.array_equal(d.pattern.chunk_idx, p.chunk_idx)
+                        for d in seen)
+
+
+def test_a_trial_without_measured_gain_is_reverted():
+    p = generate("nccl-tree", 8)
+    _, react = _pair(p, epochs=60, slow_into={3: 3.0})
+    reverts = [d for d in react.decisions if d.kind == "revert"]
+    assert reverts
+    r = reverts[0]
+    undone = react.decisions[r.reverts]
+    assert undone.reverted and undone.measured_gain is not None and undone.measured_gain < 1.05
+    before = react.decisions[r.reverts - 1].pattern if r.reverts > 0 else p
+    assert r.pattern == before and r.effective_epoch == r.epoch + 6
+
+
+def test_no_congestion_no_change():
+    p = generate("nccl-tree", 8)
+    base, react = _pair(p, epochs=100)
+    assert len(react.decisions) == 0
+    assert react.durations.tolist() == base.durations.tolist()
+
+
+def test_erratic_congestion_is_reported_as_erratic():
+    p = generate("ring", 8)
+    _, react = _pair(p, epochs=40, erratic={2: (0.5, 4.0)}, seed=3)
+    kinds = {d["kind"] for dec in react.decisions for d in dec.detected}
+    assert "erratic" in kinds
+    # a ring gets only ① swaps (Table 1)
+    assert {s["symbol"] for dec in react.decisions for s in dec.swaps} <= {"①"}
+
+
+def test_seeded_runs_repeat_and_logs_serialise():
+    p = generate("nccl-tree", 8)
+    kw = dict(slow_into={3: 2.5}, erratic={5: (0.3, 3.0)}, noise=0.02, seed=7)
+    a = run_react(SyntheticExecutor(**kw), p, 50, ReactParams(seed=4))
+    b = run_react(SyntheticExecutor(**kw), p, 50, ReactParams(seed=4))
+    assert a.decisions.to_json() == b.decisions.to_json()
+    doc = json.loads(a.to_json(after=25))
+    assert doc["stats"]["epochs"] == 25 and len(doc["durations_s"]) == 50
+    assert "decisions" in doc and doc["params"]["seed"] == 4
+    text = a.report(25)
+    assert "epochs from 25" in text and ("swap" in text or "no decisions" in text)
+
+
+def test_limits_and_errors():
+    p = generate("nccl-tree", 8)
+    _, react = _pair(p, epochs=60, params=ReactParams(A_max=1), slow_into={3: 3.0})
+    assert sum(d.kind == "transform" for d in react.decisions) == 1
+    ctrl = ReactController(p)
+    other = generate("nccl-tree", 8).relabel([1, 0, 2, 3, 4, 5, 6, 7])
+    with pytest.raises(TunerError, match="different pattern"):
+        ctrl.observe(SyntheticExecutor().run_epoch(other))
+    with pytest.raises(ValueError, match="epochs"):
+        run_react(SyntheticExecutor(), p, 0)
+    with pytest.raises(TypeError, match="run_epoch"):
+        run_react(object(), p, 3)
