@@ -110,3 +110,80 @@ def test_assemble_and_merge_traces_from_records():
     recs[1].digest = 8
     with pytest.raises(ValueError, match="digest"):
         assemble_trace(p, recs)
+
+
+def _execute(p, numel, rng):
+    """Run every rank's LocalPlan with the executor's rules, delivering messages in a random
+    order (one at a time, whenever no rank can progress); returns inputs and final states."""
+    from reactccl.runtime.layout import RECV, SEND
+    n = p.num_ranks
+    x = [rng.integers(-1000, 1000, numel) for _ in range(n)]
+    state = [v.copy() for v in x]
+    plans = [local_plan(p, r, numel) for r in range(n)]
+    recv_of = {o.flow: (r, o.index) for r, pl in enumerate(plans) for o in pl.recvs}
+    assert sorted(recv_of) == sorted(o.flow for pl in plans for o in pl.sends)  # both sides agree
+    head = [{c: 0 for c in pl.queues} for pl in plans]
+    done = [[False] * len(pl.ops) for pl in plans]
+    arrived = [dict() for _ in range(n)]
+    flying = []
+    while True:
+        moved = False
+        for r, pl in enumerate(plans):
+            for op in pl.ops:
+                if done[r][op.index] or any(pl.queues[c][head[r][c]] != op.index for c in op.chunk_list):
+                    continue
+                if op.kind == SEND:
+                    flying.append((op.flow, np.concatenate([state[r][a:b] for a, b in op.seg_list])))
+                else:
+                    if op.index not in arrived[r]:
+                        continue
+                    data, k = arrived[r][op.index], 0
+                    for a, b in op.seg_list:
+                        state[r][a:b] = state[r][a:b] + data[k:k + b - a] if op.op == 0 else data[k:k + b - a]
+                        k += b - a
+                done[r][op.index] = True
+                for c in op.chunk_list:
+                    head[r][c] += 1
+                moved = True
+        if moved:
+            continue
+        if not flying:
+            break
+        flow, data = flying.pop(int(rng.integers(len(flying))))
+        r, i = recv_of[flow]
+        arrived[r][i] = data
+    assert all(all(d) for d in done), "some op could never run"
+    return x, state
+
+
+@pytest.mark.parametrize("numel", [1, 7, 64])
+def test_plans_compute_the_collective_under_any_arrival_order(numel):
+    from reactccl.algorithms import generate
+    rng = np.random.default_rng(numel)
+    cases = [generate("ring", 4), generate("nccl-tree", 5), generate("nccl-tree", 4, slices=3),
+             generate("rabenseifner", 6), generate("ring-reducescatter", 3), generate("recursive-doubling", 5),
+             generate("binomial-broadcast", 5, root=3), copy_after_reduce()]
+    rd = PatternBuilder("allreduce", 4)
+    c = rd.chunk(1.0, 0)
+    for k in range(2):
+        for r in range(4):
+            rd.flow(k, r, r ^ (1 << k), [c])
+    cases.append(rd.build())
+    for p in cases:
+        for _ in range(5):
+            x, out = _execute(p, numel, rng)
+            total = np.sum(x, axis=0)
+            coll = p.collective.value
+            for r in range(p.num_ranks):
+                if coll == "allreduce":
+                    want, got = total, out[r]
+                elif coll == "broadcast":
+                    want, got = x[p.root], out[r]
+                else:
+                    b = block_bounds(p.num_ranks, numel)
+                    if coll == "reducescatter":
+                        want, got = total[b[r]:b[r + 1]], out[r][b[r]:b[r + 1]]
+                    else:
+                        want = np.concatenate([x[q][b[q]:b[q + 1]] for q in range(p.num_ranks)])
+                        got = out[r]
+                assert np.array_equal(got, want), f"{p.name or coll}, numel {numel}, rank {r}"
