@@ -58,3 +58,15 @@ def test_cli_ksp_table(capsys):
     assert rows[1][1:4] == ["1", "2", "256"]   # depth, rounds, W(T) of the star
     assert rows[2][1:4] == ["2", "4", "139"]
     assert rows[8][1:5] == ["8", "16", "63", "1.000"]
+
+
+def test_pack_groups_keep_instances_apart():
+    # on 4 x 3 the instances (0,+) and (1,+) both use +x links at step 2: packing all would merge them
+    pat = generate("bucket", 12, shape=(4, 3))  # 4 instances of 12 chunks
+    whole, split = pack(pat), pack(pat, np.arange(pat.num_chunks) // 12)
+    verify(split)
+    assert split.num_flows > whole.num_flows
+    # within one instance every (step, src, dst) is one message
+    key = (split.step * 12 + split.src) * 12 + split.dst
+    inst = split.chunk_idx[split.chunk_ptr[:-1]] // 12
+    assert len(np.unique(key * 4 + inst)) == split.num_flows

@@ -336,14 +336,23 @@ def combine(patterns: Sequence[CollectivePattern], name: str = "") -> Collective
         cat(lambda i, q: q.chunk_idx + c_off[i]), name=name)
 
 
-def pack(pattern: CollectivePattern) -> CollectivePattern:
+def pack(pattern: CollectivePattern, group: np.ndarray | None = None) -> CollectivePattern:
     """The same schedule with the flows of one round on one (src, dst) pair packed into one
     message (SP-allreduce §3.1, §7.1 "Chunks"): all chunks join chunk graph 0 and flows with
     equal ``(step, src, dst, op)`` merge. Semantics are unchanged (``verify`` still holds);
     what is lost is the independence of the chunk graphs. Used to simulate and time
     schedules the way the paper runs them (one message per link and round).
+
+    Args:
+        group: optional group id per chunk, shape ``(C,)``; only flows whose chunks share a
+            group merge (keeps independent instances of Bucket or Swing independent: packing
+            them together would make one instance wait for the other).
     """
     key = ((pattern.step * pattern.num_ranks + pattern.src) * pattern.num_ranks + pattern.dst) * 2 + pattern.op
+    if group is not None:
+        g = np.asarray(group, dtype=np.int64)[pattern.chunk_idx[pattern.chunk_ptr[:-1]]]
+        _, g = np.unique(g, return_inverse=True)
+        key = key * (int(g.max()) + 1) + g
     order = np.argsort(key, kind="stable")
     ks = key[order]
     first = np.concatenate(([True], ks[1:] != ks[:-1]))

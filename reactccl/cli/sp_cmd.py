@@ -94,6 +94,8 @@ def _goodput(args) -> int:
         kw["values"] = [float(conv(v)) for v in args.values.split(",")]
     if args.alpha:
         kw["alpha"] = float(parse_time(args.alpha))
+    if args.families:
+        kw["families"] = args.families.split(",")
     if args.ks:
         kw["ks"] = [int(k) for k in args.ks.split(",")]
     if args.shape:
@@ -138,6 +140,7 @@ def add_parser(subparsers) -> None:
     g.add_argument("--values", help="sp-linkrate: rates (e.g. 100Gbps,400Gbps); sp-latency: latencies (200ns,...)")
     g.add_argument("--shape", help="sp-rect: shapes like 64x16,128x8; sp-hyperx/sp-spineleaf: one shape")
     g.add_argument("--alpha", help="per-round overhead for the model engine, e.g. 1us (default 0)")
+    g.add_argument("--families", help="sp-rect/sp-hyperx/sp-spineleaf: families to run, e.g. SP,Bucket,Swing")
     g.add_argument("--ks", help="k-SP depth bounds to try, e.g. 1,2,3,5,8 (default 1..H)")
     g.add_argument("--out", default="results/sp", help="output folder for JSON and PNG (default results/sp)")
     g.set_defaults(func=_run, sp_func=_goodput)

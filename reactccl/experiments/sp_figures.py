@@ -163,6 +163,7 @@ def _sweep(args, what: str) -> tuple[list[GoodputRun], list[str], dict]:
 
 def _single(args, fabrics, families) -> tuple[list[GoodputRun], list[str], dict]:
     runs, rep, summ = [], [], {}
+    families = args.get("families") or families
     for fab in fabrics:
         run = goodput_sweep(fab, families, args.get("sizes"), engine=args.get("engine", "netsim"),
                             alpha=args.get("alpha", 0.0))
@@ -199,6 +200,7 @@ def run_experiment(name: str, out_dir: str | Path, **args) -> str:
 
     Args (all optional): ``sizes`` (bytes), ``engine`` ("netsim"/"model"), ``sides`` (sp-square),
     ``ks`` (depth bounds tried for k-SP; default 1..H), ``alpha`` (s per round, model engine),
+    ``families`` (sp-rect, sp-hyperx, sp-spineleaf: a subset of the families, SP first),
     ``values`` (rates in bit/s or latencies in s for the sweeps), ``shapes``/``shape``.
 
     Raises:

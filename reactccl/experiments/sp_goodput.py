@@ -2,8 +2,9 @@
 
 Goodput ``G = N (p - 1) / (p T)`` (bit/s, N the message in bits, T the completion time),
 bounded by ``B_v / 2`` with B_v a node's total injection bandwidth (§7.1). Every schedule
-is generated, packed (one message per link and round, :func:`~reactccl.algorithms.torus_common.pack`)
-and timed by one of two engines:
+is generated, packed (one message per link and round, :func:`~reactccl.algorithms.torus_common.pack`;
+SP and k-SP pack all their trees together as §3.1 prescribes, the baselines only within each
+of their independent instances) and timed by one of two engines:
 
 * ``netsim`` — the flow-level simulator :class:`reactccl.netsim.SimulatedCluster` (max-min
   fair sharing, per-link latency = the hop latency, data-driven flow starts, one fixed
@@ -92,6 +93,14 @@ class Variant:
     label: str
     name: str
     options: dict = field(default_factory=dict)
+    pack_by: str = "all"  # "all": one message per link and round; "instance": chunk // p; "chunk"
+
+    def packed(self, pat: CollectivePattern) -> CollectivePattern:
+        """``pat`` packed per link and round, within independent instances only."""
+        if self.pack_by == "all":
+            return pack(pat)
+        ids = np.arange(pat.num_chunks)
+        return pack(pat, ids // pat.num_ranks if self.pack_by == "instance" else ids)
 
     def pattern(self, p: int) -> CollectivePattern:
         """The verified (exactly up to :data:`VERIFY_LIMIT` ranks) pattern."""
@@ -120,16 +129,18 @@ def family_variants(fabric: Fabric, families: list[str], ks: list[int] | None = 
             for k in (ks or list(range(1, H + 1))):
                 out.append(Variant(fam, f"k={k}", "k-sp-allreduce", {"k": k, "shape": shape}))
         elif fam == "Bucket":
-            out.append(Variant(fam, "bucket", "bucket", tor))
+            out.append(Variant(fam, "bucket", "bucket", tor, "instance"))
         elif fam == "Swing":
-            out += [Variant(fam, "swing-b", "swing-b", tor), Variant(fam, "swing-l", "swing-l", tor)]
+            out += [Variant(fam, "swing-b", "swing-b", tor, "instance"),
+                    Variant(fam, "swing-l", "swing-l", tor, "chunk")]
         elif fam == "Trivance":
-            out += [Variant(fam, "trivance-b", "trivance-b", tor), Variant(fam, "trivance-l", "trivance-l", tor)]
+            out += [Variant(fam, "trivance-b", "trivance-b", tor, "instance"),
+                    Variant(fam, "trivance-l", "trivance-l", tor, "chunk")]
         elif fam == "Ring":
-            out.append(Variant(fam, "torus-ring", "torus-ring", tor) if fabric.kind == "torus"
-                       else Variant(fam, "ring", "ring", {}))
+            out.append(Variant(fam, "torus-ring", "torus-ring", tor, "chunk") if fabric.kind == "torus"
+                       else Variant(fam, "ring", "ring", {}, "chunk"))
         elif fam == "RD":
-            out.append(Variant(fam, "rd-allreduce", "rd-allreduce", {}))
+            out.append(Variant(fam, "rd-allreduce", "rd-allreduce", {}, "chunk"))
         else:
             raise ValueError(f"unknown family {fam!r}; known: SP, k-SP, Bucket, Swing, Trivance, Ring, RD")
     return out
@@ -197,7 +208,7 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
         except PatternError as e:
             skipped[var.label] = str(e)
             continue
-        packed = pack(pat)
+        packed = var.packed(pat)
         d = deficiency(packed, geom) if engine == "model" else None
         tv = time.perf_counter()
         for size in sizes:
