@@ -40,6 +40,15 @@ class ReactController:
     Use :meth:`pattern_for_epoch` (or :attr:`current_pattern`) to get the pattern of the next
     epoch and :meth:`observe` to feed its trace, in epoch order.
 
+    Batches: B epochs that ran one pattern (epochs between a decision and its effective epoch
+    still run the old pattern; they feed the FCT history but no batch). After a trial pattern's
+    batch, REACT keeps it if its mean epoch time beats the previous pattern's by (1 + τ_r), else
+    reverts (the reverted swaps become tabu and new transforms are tried on the restored pattern
+    after its next batch). After E_max exploratory batches without a kept gain it stops
+    exploring; after E_max batches without exploration it explores once, even with no congestion
+    detected (forced exploration). A steady-congested rank moved by a kept swap is not swapped
+    back in.
+
     Raises:
         VerificationError: ``pattern`` is not correct.
     """
@@ -126,7 +135,7 @@ class ReactController:
                 tr.decision.reverted = True
                 self.tabu.update(tr.swaps)
                 self.exclude = tr.exclude_before
-                self.viable._sets = tr.viable_before
+                self.viable.restore(tr.viable_before)
                 self.current_time = tr.prev_time
                 self.rounds_without_gain += 1
                 if self.rounds_without_gain >= P.E_max:
@@ -146,7 +155,7 @@ class ReactController:
             return None
         model = FctModel(self.original.num_ranks, list(self.history))
         exclude = set(self.exclude)
-        viable_before = dict(self.viable._sets)
+        viable_before = self.viable.snapshot()
         res = apply_transforms(self.placement, batch, model, P, self.k_t, self.viable, exclude, self.tabu,
                                self.rng, force=force)
         if not res.explored:

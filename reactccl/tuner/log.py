@@ -27,8 +27,10 @@ class Decision:
         positions_before, positions_after: position → rank of the flows the swaps touched
             (keys ``"g<graph> t<step> p<position>"``, position = rank label in the original pattern).
         estimated_gain: estimated old-critical-path time before / after (> 1 is faster).
-        measured_before: mean epoch time (s) of the batch that led to this decision.
-        measured_after: mean epoch time (s) of the first batch that ran ``pattern`` (None until then).
+        measured_before: mean epoch time (s) of the batch that led to this decision (for a revert:
+            the trial's batch).
+        measured_after: mean epoch time (s) of the first batch that ran ``pattern`` (None until
+            then; for a revert: the restored pattern's last measured batch).
         reverted: this trial was undone because it did not gain (1 + τ_r).
         reverts: for kind "revert", the index of the decision it undid.
     """
@@ -69,8 +71,8 @@ class Decision:
         """One paragraph of plain text."""
         head = f"epoch {self.epoch} -> from epoch {self.effective_epoch}: {self.kind}"
         if self.kind == "revert":
-            return (f"{head} of decision {self.reverts} (measured {_t(self.measured_before)} vs "
-                    f"previous pattern's {_t(self.measured_after)}: not {_pct_word()})")
+            return (f"{head} of decision {self.reverts} (trial measured {_t(self.measured_before)} vs the "
+                    f"previous pattern's {_t(self.measured_after)}: not better by (1 + tau_r))")
         lines = [head]
         steady = sum(d["kind"] == "steady" for d in self.detected)
         lines.append(f"  detected {len(self.detected)} congested flows ({steady} steady, "
@@ -95,10 +97,6 @@ class Decision:
 
 def _t(x: float | None) -> str:
     return "?" if x is None else format_time(x)
-
-
-def _pct_word() -> str:
-    return "better by (1 + tau_r)"
 
 
 class DecisionLog(list):

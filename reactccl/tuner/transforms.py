@@ -295,6 +295,14 @@ class ViableSwaps:
         a, b = rho[s.a], rho[s.b]
         return SwapSet(s.graph, s.t0, s.t1, np.minimum(a, b), np.maximum(a, b), s.full)
 
+    def snapshot(self) -> dict:
+        """The current per-graph state, for :meth:`restore` after a revert."""
+        return dict(self._sets)
+
+    def restore(self, state: dict) -> None:
+        """Go back to a :meth:`snapshot`."""
+        self._sets = dict(state)
+
     def update(self, placement_before: Placement, swap: Swap) -> None:
         """Account for ``swap`` applied to ``placement_before``."""
         symmetric = placement_before.original.collective is Collective.ALLREDUCE
