@@ -157,3 +157,34 @@ def test_real_react_controller_on_a_slow_rank():
     # the leader's controller decided at least once, and every rank switched exactly at its epochs
     decided = [e for kind, e in res[0]["decisions"]]
     assert decided and res[0]["changes"] == [e for e in decided if e < 24]
+
+
+def _child_lockstep(rank, world):
+    from reactccl.runtime import RealExecutor
+    from reactccl.tuner import ReactParams, run_react
+    tree = generate("nccl-tree", world)
+    ex = RealExecutor(tree, 4099)
+    if rank == world - 1:   # a slow rank, as above, so that REACT has something to act on
+        import types
+
+        from reactccl.runtime.layout import SEND
+        from reactccl.runtime.rcollective import RCollective
+
+        def late(self, op, buf):
+            if op.kind == SEND:
+                return _LateWork(lambda: RCollective._post(self, op, buf), 0.03)
+            return RCollective._post(self, op, buf)
+        ex.rc._post = types.MethodType(late, ex.rc)
+    run = run_react(ex, tree, 15, ReactParams(B=3, apply_delay=1, seed=3))
+    ex.close()
+    return dict(decisions=[(d.kind, d.effective_epoch, pattern_digest(d.pattern)) for d in run.decisions],
+                durations=run.durations.tolist(), epochs=ex.epoch)
+
+
+@pytest.mark.slow
+def test_run_react_drives_real_ranks_in_lock_step():
+    res = run_local(_child_lockstep, 4, timeout=240)
+    for r in res:
+        assert r["epochs"] == 15 and len(r["durations"]) == 15
+        assert r["decisions"] == res[0]["decisions"] and r["decisions"]  # identical traces -> same decisions
+        assert r["durations"] == res[0]["durations"]       # every rank assembled the same traces

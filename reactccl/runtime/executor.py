@@ -1,0 +1,67 @@
+"""Real ranks behind the executor protocol ``run_epoch(pattern) -> EpochTrace`` (DESIGN.md).
+
+``RealExecutor(pattern, numel)`` lets the tools written for the simulator
+(``reactccl.tuner.run_react``, ``run_baseline``) drive real processes in lock
+step: every rank calls ``run_epoch`` with the same pattern, the epoch runs
+through :class:`RCollective`, and every rank gets the same assembled trace
+(one ``all_gather_object`` per epoch). Each rank then runs its own copy of
+the controller on identical traces; a seeded controller decides identically
+on all of them, and RCollective's agreement check (which includes the
+pattern digest) stops the job with an error if they ever diverge.
+
+For training jobs prefer :class:`reactccl.torch.ReactAllReduce` (RTuner: one
+leader, no per-epoch gathering on the data path).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..pattern import Collective, CollectivePattern
+from ..trace import EpochTrace
+from .rcollective import RCollective
+
+__all__ = ["RealExecutor"]
+
+
+class RealExecutor:
+    """Run one collective of ``numel`` elements per epoch on real ranks.
+
+    Args:
+        pattern: the initial pattern (its ranks = the group's ranks).
+        numel: message elements; ``dtype`` their type (bytes = numel x element size).
+        group, timeout: as for :class:`RCollective`.
+        check_result: for AllReduce, fill rank r's message with r+1 and check every
+            element of the result is N(N+1)/2 (exact in float32 for N < 2^12).
+
+    Raises:
+        RuntimeError: ``check_result`` found a wrong AllReduce result (naming rank and epoch).
+    """
+
+    def __init__(self, pattern: CollectivePattern, numel: int, dtype: torch.dtype = torch.float32, group=None,
+                 timeout: float = 60.0, check_result: bool = True) -> None:
+        self.rc = RCollective(pattern, group, timeout=timeout)
+        self.buf = torch.zeros(int(numel), dtype=dtype)
+        self.check_result = check_result and pattern.collective is Collective.ALLREDUCE
+        self.epoch = 0
+
+    def run_epoch(self, pattern: CollectivePattern) -> EpochTrace:
+        """Run one epoch of ``pattern`` (collective: every rank, same pattern); returns its trace."""
+        if pattern is not self.rc.pattern:
+            self.rc.set_pattern(pattern)
+        n = self.rc.world
+        self.buf.fill_(self.rc.rank + 1)
+        self.rc(self.buf, epoch=self.epoch)
+        if self.check_result and self.buf.numel():
+            want = n * (n + 1) // 2
+            bad = torch.nonzero(self.buf != want)
+            if bad.numel():
+                i = int(bad[0])
+                raise RuntimeError(f"RealExecutor on rank {self.rc.rank}, epoch {self.epoch}: element {i} is "
+                                   f"{float(self.buf[i])}, expected {want}")
+        self.epoch += 1
+        return self.rc.gather_trace()
+
+    def close(self) -> None:
+        """Stop the collective's waiter threads."""
+        self.rc.close()
