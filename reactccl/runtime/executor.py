@@ -19,7 +19,7 @@ import torch
 
 from ..pattern import Collective, CollectivePattern
 from ..trace import EpochTrace
-from .rcollective import RCollective
+from .rcollective import RCollective, pattern_digest
 
 __all__ = ["RealExecutor"]
 
@@ -47,7 +47,7 @@ class RealExecutor:
 
     def run_epoch(self, pattern: CollectivePattern) -> EpochTrace:
         """Run one epoch of ``pattern`` (collective: every rank, same pattern); returns its trace."""
-        if pattern is not self.rc.pattern:
+        if pattern is not self.rc.pattern and pattern_digest(pattern) != self.rc.digest:
             self.rc.set_pattern(pattern)
         n = self.rc.world
         self.buf.fill_(self.rc.rank + 1)
