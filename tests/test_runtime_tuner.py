@@ -106,7 +106,7 @@ def test_leader_failure_keeps_last_pattern_and_says_so():
     res = run_local(_child_broken, 3, timeout=120)
     for r in res:
         assert all(r["ok"]) and set(r["digests"]) == {r["first"]}
-        assert "controller failed in round 0" in r["frozen"] and "controller bug" in r["frozen"]
+        assert "leader failed in round 0" in r["frozen"] and "controller bug" in r["frozen"]
 
 
 def test_worker_death_fails_the_others_with_a_clear_error():

@@ -192,7 +192,7 @@ class RTuner:
                 ann = self._round(k, batch)
                 with self._cv:
                     if ann.frozen:
-                        self._freeze(f"leader: {ann.frozen}")
+                        self._freeze(ann.frozen)
                     else:
                         self._announced[k] = ann
                     self._cv.notify_all()
@@ -212,8 +212,8 @@ class RTuner:
             try:
                 msg[0] = self._decide(k, got)
             except Exception as e:  # noqa: BLE001 - the leader's failure is announced, not fatal
-                log.warning("REACT leader: controller failed in round %d: %r", k, e)
-                msg[0] = ("frozen", f"controller failed in round {k}: {e!r}")
+                log.warning("REACT leader failed in round %d (controller or trace assembly): %r", k, e)
+                msg[0] = ("frozen", f"leader failed in round {k}: {e!r}")
         dist.broadcast_object_list(msg, src=self._leader_global, group=self.group)
         kind = msg[0][0]
         if kind == "frozen":
