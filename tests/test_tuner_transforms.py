@@ -6,8 +6,8 @@ import pytest
 from reactccl.algorithms import generate
 from reactccl.pattern import verify
 from reactccl.tuner import (
-    CongestedNode, DegreeTable, Placement, Swap, Transform, TunerError, ViableSwaps, apply_window_swap,
-    brute_force_viable_swaps, candidate_swaps, candidate_windows, find_viable_swaps,
+    DegreeTable, Placement, Swap, Transform, TunerError, ViableSwaps, apply_window_swap,
+    brute_force_viable_swaps, candidate_windows, find_viable_swaps, transform_table,
 )
 
 SMALL = [("nccl-tree", n) for n in (3, 4, 5, 6, 7, 8)] + \
@@ -73,26 +73,8 @@ def test_pruning_reproduces_the_paper_example():
 
 
 def _available(algo, n):
-    """Per transform: (any pruned viable swap exists, one of them lowers the node's degree)."""
-    p = generate(algo, n)
-    pl = Placement(p)
-    table = DegreeTable(p)
-    viable = ViableSwaps()
-    rng = np.random.default_rng(0)
-    out = {k: [False, False] for k in Transform}
-    for t in range(p.num_steps):
-        for r in range(n):
-            fl = np.flatnonzero((p.step == t) & ((p.src == r) | (p.dst == r)))
-            if not fl.size:
-                continue
-            node = CongestedNode(r, t, len(fl), 0, tuple(fl.tolist()),
-                                 tuple(sorted(set(p.flow_graph[fl].tolist()))), "both")
-            for sw, low in candidate_swaps(pl, table, viable, node, set(), set(), rng):
-                if pl.apply(sw).same_as(pl):
-                    continue
-                out[sw.kind][0] = True
-                out[sw.kind][1] |= low
-    return out
+    """Per transform: [any pruned viable swap exists, one of them lowers the node's degree]."""
+    return {k: [v["available"], v["lowers"]] for k, v in transform_table(generate(algo, n)).items()}
 
 
 @pytest.mark.parametrize("n", [8, 16])

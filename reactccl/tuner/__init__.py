@@ -14,7 +14,9 @@ from .log import Decision, DecisionLog
 from .params import ReactParams
 from .paths import CriticalPath, FctModel, critical_path, path_time
 from .run import ReactRun, run_baseline, run_react
-from .search import Attempt, CongestedNode, SearchResult, apply_transforms, candidate_swaps, congested_nodes
+from .search import (
+    Attempt, CongestedNode, SearchResult, apply_transforms, candidate_swaps, congested_nodes, transform_table,
+)
 from .transforms import DegreeTable, Placement, Swap, Transform, TunerError, ViableSwaps
 
 __all__ = [
@@ -23,5 +25,6 @@ __all__ = [
     "Transform", "TunerError", "ViableSwaps", "apply_transforms", "apply_window_swap",
     "brute_force_viable_swaps", "candidate_swaps", "candidate_windows", "congested_nodes", "critical_path",
     "detect_congestion", "find_viable_swaps", "path_time", "run_baseline", "run_react", "throughput_matrix",
+    "transform_table",
     "window_mask",
 ]

@@ -110,7 +110,8 @@ class ReactController:
         e = self.epoch
         want = self.pattern_for_epoch(e)
         got = trace.pattern
-        if got.num_flows != want.num_flows or not (np.array_equal(got.src, want.src) and np.array_equal(got.dst, want.dst)):
+        same = got.num_flows == want.num_flows and np.array_equal(got.src, want.src) and np.array_equal(got.dst, want.dst)
+        if not same:
             raise TunerError(f"epoch {e}: the trace ran a different pattern than the controller scheduled")
         self.history.append((got, trace.fct, trace.flow_bytes))
         self.epoch += 1

@@ -8,17 +8,26 @@ chunk-local permutation swap ② (``full``); the others are position-equivalent 
 chunk graph over consecutive steps is the finest unit that a relabelling of whole flows can move).
 
 The paper finds them by brute force, verifying every candidate: O((N log N)^3) for trees.
-:func:`find_viable_swaps` gives the same set with linear algebra on contribution counts. Per
-chunk, one step is a linear map ``A_t`` on the (rank x contributor) count matrix (a reduce adds a
-row, a copy replaces it), and a window swap is the original run with the states of ``a`` and
-``b`` exchanged at boundaries ``t0`` and ``e = t1 + 1`` (``P = I - d d^T``, ``d = e_a - e_b``). So
-the final counts (of the ranks the collective constrains) change by ``Z = q (Δ1 - μ β)^T + r β^T`` with ``β = S_t0[a] - S_t0[b]``,
-``Δ1 = S_e[a] - S_e[b]``, ``q = R_e d``, ``r = R_t0 d`` (``R_t`` = product of the later steps),
-``μ = d^T M_{t0→e} d``; the swap is valid iff ``Z = 0`` for every chunk of ``g``. Equal rows are
-found by class ids, the rest by an exact integer test after a random-projection prefilter that
-never rejects a valid swap. Relabelling a step's flows by a bijection cannot create the
-conflicting writes ``verify`` rejects; for AllGather and Broadcast (where a rank can hold nothing)
-the survivors are confirmed with :func:`verify` for the "source holds the chunk" rule.
+:func:`find_viable_swaps` gives the same set (tested against the brute force for small N) with
+linear algebra on contribution counts, per chunk of ``g``:
+
+- ``S_t`` (N x N) counts, for each rank, how often each contributor is in its copy of the chunk at
+  step boundary t; a step is a linear map ``S_{t+1} = A_t S_t`` (a reduce adds the sender's row,
+  a copy replaces the receiver's row). ``M_{s→t}`` is the product of the steps in between and
+  ``R_t = M_{t→T}`` maps a state at t to the final state (rows: the ranks the collective
+  constrains).
+- Relabelling the window's flows by the transposition ``P = I - d dᵀ`` (``d = e_a - e_b``) conjugates
+  its steps, so the swapped run is ``S'_T = R_e P M_{t0→e} P S_t0`` with ``e = t1 + 1``: the
+  original run with the states of a and b exchanged at t0 and at e. Expanding,
+  ``S'_T - S_T = -(q αᵀ + r βᵀ)`` with ``β = S_t0[a] - S_t0[b]``, ``α = S_e[a] - S_e[b] - μ β``,
+  ``q = R_e d``, ``r = R_t0 d``, ``μ = dᵀ M_{t0→e} d``. The swap is valid iff this is zero for
+  every chunk: the original is valid, and relabelling one step's flows by a bijection cannot
+  create the conflicting writes ``verify`` rejects.
+- ``β = 0``: valid iff ``q = 0`` or ``α = 0``; ``q = 0``: valid iff ``r = 0`` (both by equal-row
+  class ids, O(1) per candidate); otherwise ``q αᵀ = -r βᵀ`` is tested exactly in integers after a
+  random projection ``wᵀ(q αᵀ + r βᵀ)h = 0`` that never rejects a valid swap.
+- AllGather and Broadcast ranks can hold nothing, and ``verify`` also rejects sending a chunk one
+  does not hold: there the survivors are confirmed with :func:`verify`.
 """
 
 from __future__ import annotations

@@ -109,7 +109,8 @@ class FctModel:
         observations: ``(pattern, fct, bytes)`` per epoch (FCT in s, bytes per flow).
     """
 
-    def __init__(self, num_ranks: int, observations: Sequence[tuple[CollectivePattern, np.ndarray, np.ndarray]]) -> None:
+    def __init__(self, num_ranks: int,
+                 observations: Sequence[tuple[CollectivePattern, np.ndarray, np.ndarray]]) -> None:
         if not observations:
             raise ValueError("FctModel: no observations")
         N = self.num_ranks = int(num_ranks)

@@ -21,7 +21,8 @@ from .params import ReactParams
 from .paths import CriticalPath, FctModel, critical_path, path_time
 from .transforms import DegreeTable, Placement, Swap, Transform, ViableSwaps
 
-__all__ = ["CongestedNode", "Attempt", "SearchResult", "congested_nodes", "candidate_swaps", "apply_transforms"]
+__all__ = ["CongestedNode", "Attempt", "SearchResult", "congested_nodes", "candidate_swaps", "apply_transforms",
+           "transform_table"]
 
 
 @dataclass(frozen=True)
@@ -169,13 +170,13 @@ def apply_transforms(placement: Placement, batch: Sequence[EpochTrace], model: F
     paths.append(critical_path(pat, fct.mean(axis=0)))
     on_paths: set[tuple[int, int]] = set().union(*(p.nodes(pat) for p in paths))
     nodes = congested_nodes(pat, cong, on_paths)
-    if not nodes and force:
+    if not nodes and force and pat.num_flows:
         mean_path = paths[-1]
         f = int(mean_path.flows[np.argmax(fct.mean(axis=0)[mean_path.flows])])
         nodes = [CongestedNode(int(r), int(pat.step[f]), 0, 1, (f,), (int(pat.flow_graph[f]),))
                  for r in (pat.src[f], pat.dst[f])]
     res = SearchResult(placement, cong, paths)
-    if not nodes:
+    if not nodes or pat.num_flows == 0:
         return res
     res.explored = True
     nbytes = batch[-1].flow_bytes
@@ -211,3 +212,38 @@ def apply_transforms(placement: Placement, batch: Sequence[EpochTrace], model: F
                 break
     res.placement, res.est_after = placement, est
     return res
+
+
+def transform_table(pattern: CollectivePattern, seed: int = 0) -> dict[Transform, dict[str, int | bool]]:
+    """Which transforms can act on ``pattern`` at all (react.md Table 1, derived, not looked up).
+
+    Every TEN node ``(step, rank)`` is treated as congested in turn; a transform is available when
+    some pruned viable swap of that kind changes the pattern, and ``lowers`` when one of them
+    lowers the node's degree (what steady congestion needs; spine/failure congestion only needs
+    new paths). Returns ``{transform: {"swaps": count, "available": bool, "lowers": bool}}``.
+    """
+    pl = Placement(pattern)
+    table = DegreeTable(pattern)
+    viable = ViableSwaps(seed)
+    rng = np.random.default_rng(seed)
+    out: dict[Transform, dict[str, int | bool]] = {k: {"swaps": 0, "available": False, "lowers": False}
+                                                   for k in Transform}
+    seen: set[Swap] = set()
+    for t in range(pattern.num_steps):
+        for r in range(pattern.num_ranks):
+            fl = np.flatnonzero((pattern.step == t) & ((pattern.src == r) | (pattern.dst == r)))
+            if not fl.size:
+                continue
+            node = CongestedNode(r, t, len(fl), 0, tuple(fl.tolist()),
+                                 tuple(sorted(set(pattern.flow_graph[fl].tolist()))), "both")
+            for sw, low in candidate_swaps(pl, table, viable, node, set(), set(), rng):
+                if pl.apply(sw).same_as(pl):
+                    continue
+                row = out[sw.kind]
+                key = Swap(sw.kind, min(sw.a, sw.b), max(sw.a, sw.b), sw.graph, sw.t0, sw.t1)
+                if key not in seen:
+                    seen.add(key)
+                    row["swaps"] = int(row["swaps"]) + 1
+                row["available"] = True
+                row["lowers"] = bool(row["lowers"]) or low
+    return out
