@@ -78,6 +78,7 @@ def test_aggregate_hand_made_results():
     assert a["changes"] == 3
     assert b["improvement"]["mean"] == pytest.approx(50.0)
     assert b["p95_improvement"]["mean"] == pytest.approx(50.0)
+    assert (b["baseline_p95_algbw"], b["arm_p95_algbw"]) == pytest.approx((2.0, 3.0))
     assert a["arm"] == "react" and a["job_name"] == "job 1"
 
 

@@ -165,6 +165,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment(
         "fig7", "two jobs on the Alibaba-style fabric, network sharing only",
         _fig7, x="arm", series=("job_name",), panels=("jobs",), job_names=("job 1", "job 2"), default_scenarios=5,
+        paper=lambda row: ("both jobs gain (text)" if row["arm"] == "react-job1"
+                           else "gains, less than job-1-only (text)"),
         notes="Both jobs' 16 hosts are random hosts under 4 random ToRs (no host shared): they meet on "
               "ToR-aggregation links. Arms: REACT on job 1 only, REACT on both."),
     Experiment(

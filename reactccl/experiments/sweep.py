@@ -81,7 +81,8 @@ def aggregate(results: Sequence[dict], job_names: Sequence[str] | None = None) -
         Rows ``{"setting": {...}, "arm": name, "job": k, "job_name": str, "improvement":
         summarize(mean-algbw improvements), "p95_improvement": summarize(p95 ones),
         "baseline_algbw": mean over scenarios of the baseline's mean algbw (bytes/s),
-        "arm_algbw": the same for the arm, "changes": mean pattern changes}``.
+        "arm_algbw": the same for the arm, "baseline_p95_algbw"/"arm_p95_algbw": the same for the
+        algbw of the p95 epoch, "changes": mean pattern changes}``.
 
     Raises:
         ValueError: an empty ``results``.
@@ -104,6 +105,8 @@ def aggregate(results: Sequence[dict], job_names: Sequence[str] | None = None) -
                     "p95_improvement": summarize([r["p95_improvement"][arm][k] for r in rs]),
                     "baseline_algbw": sum(r["arms"][base_name]["jobs"][k]["mean_algbw"] for r in rs) / len(rs),
                     "arm_algbw": sum(r["arms"][arm]["jobs"][k]["mean_algbw"] for r in rs) / len(rs),
+                    "baseline_p95_algbw": sum(r["arms"][base_name]["jobs"][k]["p95_algbw"] for r in rs) / len(rs),
+                    "arm_p95_algbw": sum(r["arms"][arm]["jobs"][k]["p95_algbw"] for r in rs) / len(rs),
                     "changes": sum(r["arms"][arm]["jobs"][k]["changes"] for r in rs) / len(rs),
                 })
     return rows
