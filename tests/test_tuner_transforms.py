@@ -34,7 +34,8 @@ def test_viable_set_counts_by_hand():
     assert int(s.full.sum()) == 2 * 28
     # the 8-rank tree 1 reduce phase (steps 0..2) may move its interior rank 3 to leaf 2
     assert (1, 0, 2, 2, 3, False) in s.as_set()
-    assert len(candidate_windows(tree)) == 652
+    # RD on 8 ranks: one graph, every rank busy at all 3 steps: 6 windows [i, j] per pair, 28 pairs
+    assert len(candidate_windows(generate("recursive-doubling", 8))) == 6 * 28
 
 
 def test_window_swap_moves_only_its_flows():
