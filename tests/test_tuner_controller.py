@@ -103,3 +103,17 @@ def test_limits_and_errors():
         run_react(SyntheticExecutor(), p, 0)
     with pytest.raises(TypeError, match="run_epoch"):
         run_react(object(), p, 3)
+
+
+def test_fruitless_exploration_stops_then_is_forced_again():
+    # A ring cannot evade steady congestion into a rank (Table 1): every trial is reverted.
+    # B = 6, L = 5: trial decided at 5 (from 11), reverted at 16 (from 22), trial at 27, reverted
+    # at 38 (from 44): E_max = 2 fruitless rounds, so REACT sticks; after E_max batches without
+    # exploring (44-49, 50-55) it explores again at 55.
+    p = generate("ring", 8)
+    react = run_react(SyntheticExecutor(slow_into={2: 3.0}), p, 120, ReactParams(E_max=2))
+    got = [(d.kind, d.epoch, d.effective_epoch) for d in react.decisions][:6]
+    assert got == [("transform", 5, 11), ("revert", 16, 22), ("transform", 27, 33), ("revert", 38, 44),
+                   ("transform", 55, 61), ("revert", 66, 72)]
+    assert all(s["symbol"] == "①" for d in react.decisions for s in d.swaps)
+    assert react.durations[-1] == react.durations[0]       # nothing helped, nothing was kept
