@@ -263,7 +263,7 @@ def _child_dead_peer(rank, world, how):
         if how == "dies":
             time.sleep(0.5)   # let the first call's last bytes reach the others first
             os._exit(3)
-        time.sleep(8)  # stalls past the others' timeout
+        time.sleep(5)  # stalls past the others' timeout (3 s)
         return "stalled"
     t = time.monotonic()
     try:
