@@ -7,8 +7,10 @@ For each message size it prints the median time per AllReduce (the slowest
 rank's time, after a barrier) of ``dist.all_reduce`` and of RCollective
 running each pattern, and the ratio RCollective / all_reduce.
 
-Measured on the 2-core development machine (4 processes, loaded, 5 reps):
-ratio 1.2-3x up to 1 MB, about 1.0x at 16 MB (ring 1.07x, nccl-tree 0.99x).
+Measured on the shared 2-core development machine (4 processes with other
+jobs running; two runs): 1.2-6x at 4 B, 0.95-3x from 4 KB to 1 MB, 1.0-1.9x
+at 16 MB. Runs differ as much as the gap itself there: read the ratios as an
+order of magnitude, and rerun on a quiet machine for figures.
 Where the gap comes from:
 
 * Fixed cost per call: RCollective is a Python driver. Every flow is one
