@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+import numpy as np
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -18,6 +20,7 @@ from ..netsim import BackgroundError, SimulationError, SimulationResult, run_sim
 from ..pattern import PatternError
 from ..topology import TopologyError, UnitError
 from ..trace import format_bytes, format_rate, format_time
+from ..tuner import ReactController, ReactParams, TunerError
 from .pattern_cmd import parse_options
 
 EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
@@ -60,26 +63,82 @@ def render(result: SimulationResult, console: Console) -> None:
     console.print(f"simulated in {r.wall_s:.3g} s ({r.events} events, {rate:,.0f} flows/s)", style="dim")
 
 
-def _cmd_simulate(args) -> int:
+def _simulate(args, label: str, controller=None) -> SimulationResult:
     err = Console(stderr=True)
     show_bar = err.is_terminal and args.epochs > 1
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err, transient=True, disable=not show_bar) as bar:
+        task = bar.add_task("epochs", total=args.epochs)
+        return run_simulation(
+            args.algorithm, args.ranks, topology=args.topology, size=args.size, epochs=args.epochs,
+            background=args.background or [], degrade=args.degrade or None, ports=args.ports,
+            seed=args.seed, placement=args.placement, options=parse_options(args.option),
+            slowest=args.slowest, progress=lambda done: bar.update(task, completed=done), controller=controller)
+
+
+def react_params(items: list[str] | None, seed: int) -> ReactParams:
+    """``["B=6", "tau_r=0.1"]`` -> ReactParams (seed defaults to the run's seed)."""
+    opts = {"seed": seed, **parse_options(items)}
+    unknown = sorted(set(opts) - set(ReactParams.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"--param {unknown[0]}: not a REACT parameter "
+                         f"(known: {', '.join(ReactParams.__dataclass_fields__)})")
+    return ReactParams(**opts)
+
+
+def render_comparison(base: SimulationResult, react: SimulationResult, warmup: int, console: Console) -> None:
+    """Baseline and REACT side by side (epochs from ``warmup`` on), then REACT's decision log."""
+    w = min(warmup, base.epochs - 1)
+    rows = []
+    for name, fn in (("mean epoch time", np.mean), ("p50 epoch time", np.median),
+                     ("p95 epoch time", lambda d: np.percentile(d, 95))):
+        b, r = float(fn(base.durations[w:])), float(fn(react.durations[w:]))
+        rows.append((name, format_time(b), format_time(r), f"{(r / b - 1) * 100:+.1f}%"))
+    b, r = float(base.algbw[w:].mean()), float(react.algbw[w:].mean())
+    rows.append(("mean algbw", format_rate(b), format_rate(r), f"{(r / b - 1) * 100:+.1f}%"))
+    b, r = float(base.busbw[w:].mean()), float(react.busbw[w:].mean())
+    rows.append(("mean busbw", format_rate(b), format_rate(r), f"{(r / b - 1) * 100:+.1f}%"))
+    table = Table(title=f"epochs {w}..{base.epochs - 1}, same scenario and seed", title_justify="left")
+    for col in ("", "baseline", "REACT", "REACT vs baseline"):
+        table.add_column(col, justify="left" if not col else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    log = react.controller.decisions
+    console.print(f"REACT: {len(log)} decisions, the pattern in use changed {react.pattern_changes} times")
+    if len(log):
+        console.print(log.report())
+
+
+def _cmd_simulate(args) -> int:
     try:
-        with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=err, transient=True, disable=not show_bar) as bar:
-            task = bar.add_task("epochs", total=args.epochs)
-            result = run_simulation(
-                args.algorithm, args.ranks, topology=args.topology, size=args.size, epochs=args.epochs,
-                background=args.background or [], degrade=args.degrade or None, ports=args.ports,
-                seed=args.seed, placement=args.placement, options=parse_options(args.option),
-                slowest=args.slowest, progress=lambda done: bar.update(task, completed=done))
-    except (PatternError, TopologyError, BackgroundError, UnitError, SimulationError, ValueError) as exc:
+        if args.react:
+            params = react_params(args.param, args.seed)
+            base = _simulate(args, "baseline")
+            react = _simulate(args, "REACT", controller=lambda p: ReactController(p, params))
+        else:
+            result = _simulate(args, "simulating")
+    except (PatternError, TopologyError, BackgroundError, UnitError, SimulationError, TunerError,
+            ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    console = Console(highlight=False, soft_wrap=True)
+    if args.react:
+        if args.json:
+            doc = {"schema": "reactccl.simulate-react/1", "warmup": args.warmup, "baseline": base.to_dict(),
+                   "react": react.to_dict(), "params": params.to_dict(),
+                   "decisions": [d.to_dict() for d in react.controller.decisions]}
+            json.dump(doc, sys.stdout)
+            sys.stdout.write("\n")
+        else:
+            render(react, console)
+            render_comparison(base, react, args.warmup, console)
+        return 0
     if args.json:
         json.dump(result.to_dict(), sys.stdout)
         sys.stdout.write("\n")
     else:
-        render(result, Console(highlight=False, soft_wrap=True))
+        render(result, console)
     return 0
 
 
@@ -106,5 +165,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for ports, placement and background (default 0)")
     p.add_argument("--placement", default="first", help="first | random | host list like 0,5,9 (default first)")
     p.add_argument("--slowest", type=int, default=5, help="how many slowest flows to list (default 5)")
+    p.add_argument("--react", action="store_true",
+                   help="also run REACT on the same seeded scenario and show both side by side")
+    p.add_argument("--warmup", type=int, default=25,
+                   help="with --react: epochs left out of the comparison (paper §7.3: 25)")
+    p.add_argument("--param", "-P", action="append", metavar="NAME=VALUE",
+                   help="with --react: a REACT parameter of reactccl.tuner.ReactParams, e.g. B=6 (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     p.set_defaults(func=_cmd_simulate)

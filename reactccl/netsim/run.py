@@ -60,6 +60,8 @@ class SimulationResult:
     traces: list[EpochTrace] = field(repr=False)
     wall_s: float = 0.0
     events: int = 0
+    controller: Any = field(default=None, repr=False)
+    pattern_changes: int = 0
 
     @property
     def epochs(self) -> int:
@@ -104,7 +106,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
                    degrade: Sequence[str] | Mapping[int, float] | None = None, ports: int = 4, seed: int = 0,
                    placement: str | Sequence[int] = "first", options: Mapping[str, Any] | None = None,
                    slowest: int = 5, keep_traces: bool = False,
-                   progress: Callable[[int], None] | None = None) -> SimulationResult:
+                   progress: Callable[[int], None] | None = None,
+                   controller: Callable[[CollectivePattern], Any] | None = None) -> SimulationResult:
     """Simulate ``epochs`` epochs of a collective and summarise them.
 
     Args:
@@ -119,6 +122,10 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
         placement: ``"first"``, ``"random"``, or host ids/names.
         slowest: how many slowest flows to keep.
         progress: called with the number of finished epochs after each epoch.
+        controller: optional factory ``f(pattern) -> ctl`` for a runtime tuner (e.g.
+            ``reactccl.tuner.ReactController``): each epoch runs ``ctl.pattern_for_epoch(e)``
+            and the trace is fed back with ``ctl.observe(trace)``. The simulator does not
+            import the tuner; anything with those two methods works.
 
     Raises:
         PatternError, TopologyError, BackgroundError, UnitError: a bad input, named.
@@ -141,9 +148,17 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     best: list[dict] = []
     traces: list[EpochTrace] = []
     events = 0
+    ctl = controller(pattern) if controller is not None else None
+    changes, prev = 0, pattern
     t0 = time.perf_counter()
     for e in range(epochs):
-        tr = cluster.run_epoch(pattern)
+        run = ctl.pattern_for_epoch(e) if ctl is not None else pattern
+        if run is not prev and not (np.array_equal(run.src, prev.src) and np.array_equal(run.dst, prev.dst)):
+            changes += 1
+        prev = run
+        tr = cluster.run_epoch(run)
+        if ctl is not None:
+            ctl.observe(tr)
         durations[e], algbw[e], busbw[e] = tr.duration, tr.algbw, tr.busbw
         best = _merge_slowest(best, tr, slowest, topo)
         events += int(tr.meta["events"])
@@ -161,4 +176,4 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
         bulk=[{"src": topo.hosts[b.src], "dst": topo.hosts[b.dst], "bytes": b.nbytes, "period_s": b.period,
                "phase_s": b.phase} for b in bulks],
         degraded={topo.describe_link(l): r for l, r in sorted(rates.items())},
-        traces=traces, wall_s=wall, events=events)
+        traces=traces, wall_s=wall, events=events, controller=ctl, pattern_changes=changes)
