@@ -8,6 +8,7 @@ the layout. Commands after ``up`` find the testbed through its state file
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 def _tb():
@@ -104,6 +105,10 @@ def _cmd_experiment(args) -> int:
     return 0
 
 
+def _on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds like Ctrl-C, so testbeds and ranks are cleaned up
+
+
 def _wrap(func):
     def run(args) -> int:
         tbm = _tb()
@@ -111,6 +116,7 @@ def _wrap(func):
         if why:
             print(f"reactccl testbed: {why}", file=sys.stderr)
             return 2
+        signal.signal(signal.SIGTERM, _on_sigterm)
         try:
             return func(args)
         except (tbm.TestbedError, ValueError) as e:

@@ -195,8 +195,9 @@ def _one_line(run: dict, skip: int) -> str:
 
 
 def plot_cdf(results: dict, path: str | Path, skip: int | None = None) -> None:
-    """Fig 11-style CDFs of epoch time: one panel per (N, p > 0), with that p's baseline,
-    REACT and all_reduce and the p = 0 curves of the same N as references."""
+    """Fig 11-style CDFs of epoch time: one panel per (N, p > 0) (rows N, columns p), with
+    that p's baseline, REACT and all_reduce (solid) and the p = 0 curves of the same N
+    (dotted) as references. Writes a PNG to ``path``."""
     import matplotlib  # noqa: PLC0415
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
@@ -204,10 +205,17 @@ def plot_cdf(results: dict, path: str | Path, skip: int | None = None) -> None:
     skip = results["config"]["skip"] if skip is None else skip
     runs = {(r["hosts"], r["flows"]): r for r in results["runs"]}
     panels = sorted(k for k in runs if k[1] > 0) or sorted(runs)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    ns = sorted({n for n, _ in panels})
+    ps = sorted({p for _, p in panels})
+    fig, axes = plt.subplots(len(ns), len(ps), figsize=(4.8 * len(ps), 3.6 * len(ns)), squeeze=False)
     names = {"baseline": "baseline", "react": "REACT", "nccl": "all_reduce"}
     colors = {"baseline": "tab:green", "react": "tab:red", "nccl": "tab:blue"}
-    for ax, (n, p) in zip(axes[0], panels):
+    for ax_row in axes:
+        for ax in ax_row:
+            ax.set_visible(False)
+    for (n, p) in panels:
+        ax = axes[ns.index(n)][ps.index(p)]
+        ax.set_visible(True)
         for (pp, style) in ((p, "-"), (0, ":")):
             run = runs.get((n, pp))
             if run is None or (pp == 0 and p == 0 and style == ":"):
