@@ -245,11 +245,10 @@ def _chunk_valid(p: CollectivePattern, c: int, cand: SwapSet, rng: np.random.Gen
     wr = u[g0, ga] - u[g0, gb]
     hb = v[g0, ga] - v[g0, gb]
     ha = v[ge, ga] - v[ge, gb] - mu * hb
-    keep = gen[wq * ha + wr * hb == 0]
-    sub = np.isin(gen, keep)
+    surv = np.flatnonzero(wq * ha + wr * hb == 0)
     res = np.zeros(len(gen), dtype=bool)
-    for lo in range(0, int(sub.sum()), 4096):
-        k = np.flatnonzero(sub)[lo:lo + 4096]
+    for lo in range(0, len(surv), 4096):
+        k = surv[lo:lo + 4096]
         x0, xe, xa, xb, m = g0[k], ge[k], ga[k], gb[k], mu[k]
         qv = RT[xe, xa] - RT[xe, xb]
         rv = RT[x0, xa] - RT[x0, xb]
