@@ -198,9 +198,9 @@ class RCollective:
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"tensor: expected a torch.Tensor, got {type(tensor).__name__}")
         flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
-        enter = time.monotonic()
         self._check_agreement(flat)
         plan = self._plan(flat.numel())
+        enter = time.monotonic()  # the trace times the data movement, not the check or planning
         stepwise = self.mode == "stepwise" or (self.mode == "auto" and flat.is_cuda)
         run = self._run_stepwise if stepwise else self._run_data
         sent_t, recv_t = run(flat, plan)

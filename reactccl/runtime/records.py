@@ -33,7 +33,8 @@ class LocalRecord:
     Attributes:
         rank: the rank that recorded it.
         epoch: epoch number the call belongs to.
-        enter, exit: when the call began and returned (seconds, monotonic clock).
+        enter, exit: when the call's data movement began (after the agreement check and
+            planning) and when the call returned (seconds, monotonic clock).
         sent: flow ids this rank sent, shape ``(s,)``; ``sent_start`` their
             start times, ``sent_bytes`` their sizes in bytes.
         recv: flow ids this rank received, shape ``(r,)``; ``recv_end`` the
