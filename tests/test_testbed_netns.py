@@ -125,3 +125,31 @@ def test_two_prefixes_do_not_collide():
         b.down()
         assert a.namespaces() and not b.namespaces()
         assert measure_transfers(a, [(1, 0)], 1_000_000)[0].nbytes == 1_000_000
+
+
+def test_congestion_with_duration_ends_by_itself():
+    with Testbed(hosts=2, rate="100mbit") as tb:
+        g = tb.congest(into=1, flows=1, duration=1.0)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(netns_mod._alive(p) for p in g.pids):
+            time.sleep(0.2)
+        assert not any(netns_mod._alive(p) for p in g.pids)
+
+
+def test_cli_up_congest_run_down(tmp_path, capsys):
+    from reactccl.cli.main import main
+
+    prefix = new_prefix()
+    assert main(["testbed", "up", "--hosts", "2", "--rate", "100mbit", "--prefix", prefix]) == 0
+    try:
+        assert f"testbed {prefix}: 2 hosts, 100 Mbit/s" in capsys.readouterr().out
+        assert main(["testbed", "congest", "--into", "1", "--flows", "1"]) == 0
+        assert main(["testbed", "status"]) == 0
+        assert "congestion: 1 into rank 1" in capsys.readouterr().out
+        assert main(["testbed", "run", "--timeout", "30", "--", "sh", "-c", "exit $((RANK * 3))"]) == 3
+        assert main(["testbed", "congest", "--stop"]) == 0
+        assert main(["testbed", "congest", "--into", "5", "--flows", "1"]) == 1  # no rank 5
+        assert "rank 5 out of range" in capsys.readouterr().err
+    finally:
+        assert main(["testbed", "down", "--prefix", prefix]) == 0
+    assert _leftovers(prefix) == ([], [])

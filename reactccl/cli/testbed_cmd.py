@@ -74,7 +74,7 @@ def _cmd_run(args) -> int:
     elif res.failed_rank is not None:
         print(f"testbed run: rank {res.failed_rank} exited {res.codes[res.failed_rank]}; "
               "other ranks stopped", file=sys.stderr)
-    return res.returncode
+    return res.returncode if res.returncode >= 0 else 128 - res.returncode  # killed by signal n: 128+n
 
 
 def _cmd_status(args) -> int:

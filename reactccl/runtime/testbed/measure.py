@@ -65,7 +65,7 @@ def measure_transfers(tb: "Testbed", pairs: Sequence[tuple[int, int]], nbytes: i
     try:
         for k, d in enumerate(dsts):
             count = sum(1 for _, dd in pairs if dd == d)
-            sinks[d] = tb._start_sink(tb.host_ns(d), _MEASURE_PORT0 + k, timeout, count=count)
+            sinks[d] = tb.start_sink(tb.host_ns(d), _MEASURE_PORT0 + k, timeout, count=count)
         for s, d in pairs:
             argv = [sys.executable, TRAFFIC_SCRIPT, "source", "--to", tb.host_addr(d),
                     "--port", str(_MEASURE_PORT0 + dsts.index(d)), "--bytes", str(nbytes)]

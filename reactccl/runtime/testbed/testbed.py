@@ -213,6 +213,9 @@ class Testbed:
         netns.require_netns()
         if not isinstance(flows, int) or not 1 <= flows <= 64:
             raise TestbedError(f"flows={flows!r}: need an integer in 1..64")
+        seconds = MAX_CONGEST_SECONDS if duration is None else float(duration)
+        if not 0 < seconds <= MAX_CONGEST_SECONDS:
+            raise TestbedError(f"duration={duration!r}: need 0 < seconds <= {MAX_CONGEST_SECONDS:g}")
         dst_ns, dst_addr = self.host_ns(into), self.host_addr(into)
         used = {j for g in self.state.congestion for j in g.externals}
         free = [j for j in range(self.state.externals) if j not in used]
@@ -224,10 +227,7 @@ class Testbed:
             free.append(j)
         externals = free[:flows]
         port = _SINK_PORT0 + max([g.port - _SINK_PORT0 + 1 for g in self.state.congestion], default=0)
-        seconds = MAX_CONGEST_SECONDS if duration is None else float(duration)
-        if seconds <= 0:
-            raise TestbedError(f"duration={duration!r}: must be > 0 seconds")
-        sink = self._start_sink(dst_ns, port, seconds + 5.0, count=None)
+        sink = self.start_sink(dst_ns, port, seconds + 5.0, count=None)
         group = CongestionGroup(into=into, flows=flows, port=port, externals=externals,
                                 pids=[sink.pid], duration=duration)
         self.state.congestion.append(group)
@@ -252,9 +252,15 @@ class Testbed:
             self.state.save()
         return len(pids)
 
-    def _start_sink(self, ns: str, port: int, seconds: float, count: int | None,
-                    ready_timeout: float = 15.0) -> subprocess.Popen:
-        """Start a traffic sink in ``ns`` and wait (bounded) for its ``ready`` line."""
+    def start_sink(self, ns: str, port: int, seconds: float, count: int | None,
+                   ready_timeout: float = 15.0) -> subprocess.Popen:
+        """Start a :mod:`.traffic` sink in namespace ``ns`` on ``port`` and wait (bounded by
+        ``ready_timeout`` s) for its ``ready`` line. It exits after ``seconds``, or after
+        ``count`` connections closed (then it prints their statistics as JSON lines).
+
+        Raises:
+            TestbedError: the sink did not report ready (port in use, namespace gone).
+        """
         argv = [sys.executable, TRAFFIC_SCRIPT, "sink", "--port", str(port), "--seconds", str(seconds)]
         if count is not None:
             argv += ["--count", str(count)]
