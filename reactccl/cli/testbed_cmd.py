@@ -1,4 +1,4 @@
-"""``reactccl testbed up|congest|run|down|status``: the emulated cluster on one machine.
+"""``reactccl testbed up|congest|run|down|status|experiment``: the emulated cluster on one machine.
 
 A thin layer over :class:`reactccl.runtime.testbed.Testbed`; see that module for
 the layout. Commands after ``up`` find the testbed through its state file
