@@ -12,6 +12,8 @@ import json
 from rich.console import Console
 
 from ..experiments import EXPERIMENTS, experiment_table, run_experiment
+from ..experiments.sp_figures import EXPERIMENTS as SP_EXPERIMENTS
+from ..experiments.sp_figures import run_experiment as run_sp_experiment
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -52,9 +54,21 @@ def run(args: argparse.Namespace) -> int:
     if args.name == "list":
         for e in EXPERIMENTS.values():
             console.print(f"[bold]{e.name}[/bold]  {e.title}")
+        for name in SP_EXPERIMENTS:
+            console.print(f"[bold]{name}[/bold]  SP-allreduce goodput (same as `reactccl sp goodput {name}`, "
+                          f"which has the per-experiment options)")
+        return 0
+    if args.name in SP_EXPERIMENTS:
+        out = args.out if args.out != "results" else "results/sp"
+        try:
+            console.print(run_sp_experiment(args.name, out), markup=False, highlight=False)
+        except ValueError as exc:
+            console.print(f"[red]{exc}[/red]")
+            return 2
         return 0
     if args.name not in EXPERIMENTS:
-        console.print(f"[red]unknown experiment {args.name!r}; known: {', '.join(EXPERIMENTS)}[/red]")
+        known = ", ".join([*EXPERIMENTS, *SP_EXPERIMENTS])
+        console.print(f"[red]unknown experiment {args.name!r}; known: {known}[/red]")
         return 2
     try:
         doc = run_experiment(args.name, quick=args.quick, jobs=args.jobs, out=args.out, seed=args.seed,
