@@ -29,7 +29,7 @@ import numpy as np
 from ..pattern import CollectivePattern, PatternError
 from ..topology.torus import TorusGeometry
 from .registry import register
-from .torus_common import assemble, dimension_walk, intree_allreduce, parse_shape, reach_intrees, whole_vector_flows
+from .torus_common import assemble, dimension_walk, parse_shape, peer_instances_allreduce, whole_vector_flows
 
 __all__ = ["rho", "swing_peers", "swing_b", "swing_l"]
 
@@ -75,14 +75,8 @@ def swing_b(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2) -
         PatternError: no such torus, or an odd side.
     """
     geom = _geometry(num_ranks, shape, dims, "swing-b")
-    p = geom.num_nodes
-    parts = []
-    for k in range(2 * geom.d):
-        peers = swing_peers(geom, k)
-        parent, step = reach_intrees(peers)
-        parts.append(intree_allreduce(parent, step, len(peers), chunk_ids=np.arange(p) + k * p))
-    flows = tuple(np.concatenate(a) for a in zip(*parts))
-    return assemble(num_ranks, flows, name=f"swing-b {'x'.join(map(str, geom.shape))}")
+    return peer_instances_allreduce(num_ranks, geom, [swing_peers(geom, k) for k in range(2 * geom.d)],
+                                    name=f"swing-b {'x'.join(map(str, geom.shape))}")
 
 
 @register("swing-l", "allreduce", "Swing latency-optimal on a torus: whole part exchanged every step")

@@ -296,6 +296,20 @@ def reach_intrees(peers: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return parent.T.copy(), step.T.copy()
 
 
+def peer_instances_allreduce(num_ranks: int, geom: TorusGeometry, peer_sets: Sequence[Sequence[np.ndarray]],
+                             name: str) -> CollectivePattern:
+    """AllReduce made of independent reduce-scatter/allgather instances, one per entry of
+    ``peer_sets`` (each a list of per-step peer arrays, shape ``(p,)``), instance ``k`` owning
+    chunks ``k p .. (k+1) p - 1`` (Swing-B's 2d mirrored collectives, Trivance-B's d parts)."""
+    p = geom.num_nodes
+    parts = []
+    for k, peers in enumerate(peer_sets):
+        parent, step = reach_intrees(peers)
+        parts.append(intree_allreduce(parent, step, len(peers), chunk_ids=np.arange(p) + k * p))
+    flows = tuple(np.concatenate(a) for a in zip(*parts))
+    return assemble(num_ranks, flows, name=name)
+
+
 def whole_vector_flows(peers_per_chunk: Sequence[Sequence[np.ndarray]]) -> FlowArrays:
     """Latency-optimal flows: at every step every node adds its whole chunk into each of its
     peers (Swing-L, Trivance-L). ``peers_per_chunk[c][t]`` has shape ``(k_t, p)``."""

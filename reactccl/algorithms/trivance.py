@@ -29,7 +29,7 @@ import numpy as np
 from ..pattern import CollectivePattern, PatternError
 from ..topology.torus import TorusGeometry
 from .registry import register
-from .torus_common import assemble, dimension_walk, intree_allreduce, parse_shape, reach_intrees, whole_vector_flows
+from .torus_common import assemble, dimension_walk, parse_shape, peer_instances_allreduce, whole_vector_flows
 
 __all__ = ["trivance_distances", "trivance_peers", "trivance_b", "trivance_l"]
 
@@ -67,14 +67,8 @@ def trivance_b(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2
         PatternError: no torus of that shape; ValueError: a side below 3.
     """
     geom = TorusGeometry(parse_shape(num_ranks, shape, dims))
-    p = geom.num_nodes
-    parts = []
-    for i in range(geom.d):
-        peers = trivance_peers(geom, i)
-        parent, step = reach_intrees(peers)
-        parts.append(intree_allreduce(parent, step, len(peers), chunk_ids=np.arange(p) + i * p))
-    flows = tuple(np.concatenate(a) for a in zip(*parts))
-    return assemble(num_ranks, flows, name=f"trivance-b {'x'.join(map(str, geom.shape))}")
+    return peer_instances_allreduce(num_ranks, geom, [trivance_peers(geom, i) for i in range(geom.d)],
+                                    name=f"trivance-b {'x'.join(map(str, geom.shape))}")
 
 
 @register("trivance-l", "allreduce", "Trivance latency-optimal on a torus (sides 3^t): whole part to both peers each step")

@@ -141,7 +141,7 @@ def add_parser(subparsers) -> None:
     up.add_argument("--queue", default="256kb", help="bfifo limit per queue (default 256kb = 256 KiB)")
     up.add_argument("--cc", default="reno", choices=["reno", "bbr", "cubic"],
                     help="TCP congestion control inside the namespaces (default reno)")
-    up.add_argument("--prefix", default=None, help="name prefix (default: random rclXXXXX)")
+    up.add_argument("--prefix", default=None, help="name prefix (default: \"rcl\" and five random characters)")
     up.add_argument("--control", action="store_true",
                     help="add an unshaped control network (rclc) for REACT's control plane")
     up.set_defaults(func=_wrap(_cmd_up))
