@@ -3,7 +3,8 @@
 Detect congested flows, keep the congested TEN nodes that lie on a critical path (per epoch and
 on the mean-FCT graph), steady ones first, and for each try viable swaps — pruned by degree,
 ③ before ② before ①, degree-lowering first — accepting one when the estimator says the old
-critical paths get faster by (1 + ε).
+critical paths get faster by (1 + ε). The batch's accepted swaps are emitted as a trial only
+when the same estimator also says the whole pattern's epoch gets faster by (1 + ε).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..pattern import CollectivePattern
 from ..trace import EpochTrace
 from .detect import Congestion, detect_congestion
 from .params import ReactParams
-from .paths import CriticalPath, FctModel, critical_path, path_time
+from .paths import CriticalPath, FctModel, critical_path, path_time, schedule
 from .transforms import DegreeTable, Placement, Swap, Transform, ViableSwaps
 
 __all__ = ["CongestedNode", "Attempt", "SearchResult", "congested_nodes", "candidate_swaps", "apply_transforms",
@@ -65,7 +66,8 @@ class Attempt:
 
 @dataclass
 class SearchResult:
-    """Outcome of :func:`apply_transforms`."""
+    """Outcome of :func:`apply_transforms` (times in s): ``accepted`` swaps make the new
+    ``placement``; ``withheld`` ones passed the old-path check but not the whole-pattern one."""
 
     placement: Placement
     congestion: Congestion | None
@@ -75,6 +77,9 @@ class SearchResult:
     est_before: float = 0.0
     est_after: float = 0.0
     explored: bool = False
+    epoch_before: float = 0.0
+    epoch_after: float = 0.0
+    withheld: list[Attempt] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -160,8 +165,19 @@ def apply_transforms(placement: Placement, batch: Sequence[EpochTrace], model: F
         tabu: swaps not to try (reverted earlier).
         force: explore even without detected congestion (nodes of the mean critical path).
 
+    Each swap is accepted on the old critical paths (§5.4.1 and its footnote 5). At the end the
+    accepted set is kept only if the estimated epoch time of the new pattern — the longest
+    dependency chain of the whole TEN with estimated FCTs (:func:`reactccl.tuner.paths.schedule`) —
+    is (1 + ε) below that of the current pattern under the same estimator; otherwise the swaps
+    go to ``withheld`` and nothing changes (``viable`` and ``exclude`` are restored). The old-path
+    check alone accepts a swap that shortens one of two near-equal paths (e.g. the two trees of
+    the double binary tree, or a position whose flows run in parallel with an equally slow one):
+    such trials measured no gain (×1.00) or a loss in the simulated fig5a/fig5b/fig12 sweeps and
+    cost a batch and a revert each.
+
     Returns:
-        A :class:`SearchResult`; ``placement`` is the new one (the input when nothing was accepted).
+        A :class:`SearchResult`; ``placement`` is the new one (the input when nothing was kept);
+        ``epoch_before``/``epoch_after`` are the estimated epoch times (s).
     """
     pat = placement.pattern
     cong = detect_congestion(pat, batch, params.delta1, params.delta2)
@@ -180,8 +196,11 @@ def apply_transforms(placement: Placement, batch: Sequence[EpochTrace], model: F
         return res
     res.explored = True
     nbytes = batch[-1].flow_bytes
-    est = _mean_path_time(paths, model.predict(pat, nbytes))
+    pred0 = model.predict(pat, nbytes)
+    est = _mean_path_time(paths, pred0)
     res.est_before = res.est_after = est
+    res.epoch_before = res.epoch_after = _epoch_time(pat, pred0)
+    viable_before, exclude_before, placement0 = viable.snapshot(), set(exclude), placement
     queue = deque(nodes)
     done: set[tuple[int, int]] = set()
     table = DegreeTable(pat)
@@ -210,8 +229,24 @@ def apply_transforms(placement: Placement, batch: Sequence[EpochTrace], model: F
                 newpath = critical_path(q, pred).nodes(q)
                 queue = deque(n for n in nodes if (n.step, n.rank) in newpath and (n.step, n.rank) not in done)
                 break
-    res.placement, res.est_after = placement, est
+    if res.accepted:
+        res.epoch_after = _epoch_time(placement.pattern, model.predict(placement.pattern, nbytes))
+        if not res.epoch_before > (1.0 + params.epsilon) * res.epoch_after:
+            # the whole pattern is not estimated faster: another path of similar length stays
+            res.withheld, res.accepted = res.accepted, []
+            viable.restore(viable_before)
+            exclude.clear()
+            exclude.update(exclude_before)
+            placement = placement0
+            res.epoch_after = res.epoch_before
+    res.placement, res.est_after = placement, est if res.accepted else res.est_before
     return res
+
+
+def _epoch_time(pattern: CollectivePattern, weights: np.ndarray) -> float:
+    """Estimated epoch time (s): the longest dependency chain of the whole pattern with FCTs
+    ``weights`` (:func:`reactccl.tuner.paths.schedule`)."""
+    return float(schedule(pattern, weights)[0].max()) if pattern.num_flows else 0.0
 
 
 def transform_table(pattern: CollectivePattern, seed: int = 0) -> dict[Transform, dict[str, int | bool]]:
