@@ -1,4 +1,4 @@
-"""The search's whole-pattern check, on hand-built FCTs.
+"""The search's whole-pattern check and the estimator's per-rank floor, on hand-built FCTs.
 
 All flows of nccl-tree on 8 ranks carry 10 MB (two chunk graphs, S = 20 MB); a flow of degree k
 takes k x 0.8 ms (10 MB at 100 Gbps, shared k ways) unless a test slows it down.
@@ -9,9 +9,10 @@ import pytest
 
 from reactccl.algorithms import generate
 from reactccl.trace import EpochTrace
-from reactccl.tuner import ReactParams
+from reactccl.tuner import ReactParams, run_react
 from reactccl.tuner.paths import FctModel, schedule
 from reactccl.tuner.search import apply_transforms
+from reactccl.tuner.synthetic import SyntheticExecutor
 from reactccl.tuner.transforms import Placement, Transform, ViableSwaps
 
 S = 20e6
@@ -70,3 +71,41 @@ def test_a_swap_that_makes_the_whole_pattern_faster_is_kept():
     # rank 3 no longer receives 1>3 and 5>3 at step 1: tree 1 drops to 9.6 ms, tree 0 is now the longest
     assert res.epoch_before == pytest.approx(12.8 * MS) and res.epoch_after == pytest.approx(11.2 * MS)
     assert res.placement.pattern.show().splitlines()[3].strip() == "t1   2>4+[0] 6>4+[0] 1>5+[1] 3>5+[1]"
+
+
+def test_unseen_pair_from_a_congested_sender_is_predicted_slow():
+    # every flow out of rank 0 took 3x (0>1 at step 0, 0>4 at step 3). Redirect 0>1 (step 0) to
+    # rank 5, never a partner of 0: rank 5 then receives 3 flows at step 0 (degree 3, a degree
+    # never observed, so the median of all flows, 0.8 ms per degree, would say 2.4 ms); the
+    # floor, rank 0's smallest observed cost (3 x 0.8 ms per degree), says 7.2 ms.
+    p = generate("nccl-tree", 8)
+    batch = _batch(p, {f: 3.0 for f in np.flatnonzero(p.src == 0)})
+    model = FctModel(8, [(t.pattern, t.fct, t.flow_bytes) for t in batch])
+    f = _flow(p, 0, 0, 1)
+    q = p.replace(dst=np.where(np.arange(p.num_flows) == f, 5, p.dst))   # not a valid collective;
+    assert q.flow_degree()[f] == 3 and not model.pair_seen[0 * 8 + 5]   # the estimator does not care
+    assert model.predict(q, p.flow_bytes(S))[f] == pytest.approx(7.2 * MS)
+    # a new pair between uncongested ranks (2>7 instead of 2>1, degree 2) keeps the median: 1.6 ms
+    g = _flow(p, 0, 2, 1)
+    q2 = p.replace(dst=np.where(np.arange(p.num_flows) == g, 7, p.dst))
+    assert q2.flow_degree()[g] == 2 and not model.pair_seen[2 * 8 + 7]
+    assert model.predict(q2, p.flow_bytes(S))[g] == pytest.approx(1.6 * MS)
+
+
+def test_no_trial_when_the_congested_sender_already_sends_least():
+    # rank 0 is tree 0's root and a leaf of tree 1: it sends one flow per tree, the fewest any
+    # position sends, so no swap can help. Before the floor REACT tried ③ 0<->4 (estimated x1.4,
+    # measured x1.000) and reverted it, twice in 60 epochs.
+    p = generate("nccl-tree", 8)
+    react = run_react(SyntheticExecutor(slow_out={0: 3.0}), p, 60)
+    assert len(react.decisions) == 0
+    assert np.allclose(react.durations, react.durations[0])
+
+
+def test_ring_under_steady_congestion_is_left_alone():
+    # Table 1: no transform lets a ring evade steady congestion into a rank (every position
+    # receives once per step). Rank 1 sends only to rank 2, so its floor is the slow cost and
+    # every swap is estimated no faster: no trial at all (before the floor: trial, revert, repeat).
+    p = generate("ring", 8)
+    react = run_react(SyntheticExecutor(slow_into={2: 3.0}), p, 120)
+    assert len(react.decisions) == 0
