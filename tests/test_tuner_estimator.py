@@ -73,6 +73,26 @@ def test_a_swap_that_makes_the_whole_pattern_faster_is_kept():
     assert res.placement.pattern.show().splitlines()[3].strip() == "t1   2>4+[0] 6>4+[0] 1>5+[1] 3>5+[1]"
 
 
+def test_only_the_fastest_prefix_of_accepted_swaps_is_kept():
+    # flows out of rank 0 take 3x, out of rank 3 2x. Tree 1 (7(3(1(0 2) 5(4 6)))) is the longest
+    # at 13.6 ms. Swap 1 (③ 3<->5, graph 1, steps 0..4) moves rank 3 to a leaf: 12.0 ms. Swap 2
+    # (③ 0<->4, graph 1, step 0) shortens the old critical path (12.0 -> 8.8 ms) but makes rank 0
+    # send 0>3 at step 0 into a parent receiving two flows: the whole pattern is back to 13.6 ms.
+    p = generate("nccl-tree", 8)
+    slow = {f: 3.0 for f in np.flatnonzero(p.src == 0)} | {f: 2.0 for f in np.flatnonzero(p.src == 3)}
+    res, _, exclude = _search(p, slow)
+    (a,) = res.accepted
+    (w,) = res.withheld
+    assert (a.swap.kind, a.swap.graph, {a.swap.a, a.swap.b}, a.swap.t0, a.swap.t1) == \
+        (Transform.POSITION, 1, {3, 5}, 0, 4)
+    assert (w.swap.kind, w.swap.graph, {w.swap.a, w.swap.b}, w.swap.t0, w.swap.t1) == \
+        (Transform.POSITION, 1, {0, 4}, 0, 0)
+    assert w.est_before == pytest.approx(12.0 * MS) and w.est_after == pytest.approx(8.8 * MS)
+    assert res.epoch_before == pytest.approx(13.6 * MS) and res.epoch_after == pytest.approx(12.0 * MS)
+    assert res.placement.same_as(Placement(p).apply(a.swap)) and res.est_after == pytest.approx(12.0 * MS)
+    assert exclude == {3}                  # rank 3 (steady) was resolved by the kept swap, rank 0 not
+
+
 def test_unseen_pair_from_a_congested_sender_is_predicted_slow():
     # every flow out of rank 0 took 3x (0>1 at step 0, 0>4 at step 3). Redirect 0>1 (step 0) to
     # rank 5, never a partner of 0: rank 5 then receives 3 flows at step 0 (degree 3, a degree

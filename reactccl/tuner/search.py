@@ -3,8 +3,8 @@
 Detect congested flows, keep the congested TEN nodes that lie on a critical path (per epoch and
 on the mean-FCT graph), steady ones first, and for each try viable swaps — pruned by degree,
 ③ before ② before ①, degree-lowering first — accepting one when the estimator says the old
-critical paths get faster by (1 + ε). The batch's accepted swaps are emitted as a trial only
-when the same estimator also says the whole pattern's epoch gets faster by (1 + ε).
+critical paths get faster by (1 + ε). Of the batch's accepted swaps, the prefix whose pattern
+the same estimator finds fastest as a whole is emitted, and only when that is (1 + ε) faster.
 """
 
 from __future__ import annotations
@@ -165,11 +165,12 @@ def apply_transforms(placement: Placement, batch: Sequence[EpochTrace], model: F
         tabu: swaps not to try (reverted earlier).
         force: explore even without detected congestion (nodes of the mean critical path).
 
-    Each swap is accepted on the old critical paths (§5.4.1 and its footnote 5). At the end the
-    accepted set is kept only if the estimated epoch time of the new pattern — the longest
-    dependency chain of the whole TEN with estimated FCTs (:func:`reactccl.tuner.paths.schedule`) —
-    is (1 + ε) below that of the current pattern under the same estimator; otherwise the swaps
-    go to ``withheld`` and nothing changes (``viable`` and ``exclude`` are restored). The old-path
+    Each swap is accepted on the old critical paths (§5.4.1 and its footnote 5). At the end only
+    the first ``i`` accepted swaps are kept, ``i`` chosen so that the estimated epoch time of the
+    new pattern — the longest dependency chain of the whole TEN with estimated FCTs
+    (:func:`reactccl.tuner.paths.schedule`) — is lowest, and only if it is (1 + ε) below that of
+    the current pattern under the same estimator; the other swaps go to ``withheld`` (``viable``
+    and ``exclude`` are restored to the state after swap ``i``). The old-path
     check alone accepts a swap that shortens one of two near-equal paths (e.g. the two trees of
     the double binary tree, or a position whose flows run in parallel with an equally slow one):
     such trials measured no gain (×1.00) or a loss in the simulated fig5a/fig5b/fig12 sweeps and
@@ -200,7 +201,9 @@ def apply_transforms(placement: Placement, batch: Sequence[EpochTrace], model: F
     est = _mean_path_time(paths, pred0)
     res.est_before = res.est_after = est
     res.epoch_before = res.epoch_after = _epoch_time(pat, pred0)
-    viable_before, exclude_before, placement0 = viable.snapshot(), set(exclude), placement
+    # state after 0, 1, 2, ... accepted swaps: (placement, old-path estimate, whole-pattern
+    # estimate, viable sets, excluded ranks)
+    prefixes = [(placement, est, res.epoch_before, viable.snapshot(), set(exclude))]
     queue = deque(nodes)
     done: set[tuple[int, int]] = set()
     table = DegreeTable(pat)
@@ -228,18 +231,18 @@ def apply_transforms(placement: Placement, batch: Sequence[EpochTrace], model: F
                     exclude.add(node.rank)
                 newpath = critical_path(q, pred).nodes(q)
                 queue = deque(n for n in nodes if (n.step, n.rank) in newpath and (n.step, n.rank) not in done)
+                prefixes.append((placement, est, _epoch_time(q, pred), viable.snapshot(), set(exclude)))
                 break
-    if res.accepted:
-        res.epoch_after = _epoch_time(placement.pattern, model.predict(placement.pattern, nbytes))
-        if not res.epoch_before > (1.0 + params.epsilon) * res.epoch_after:
-            # the whole pattern is not estimated faster: another path of similar length stays
-            res.withheld, res.accepted = res.accepted, []
-            viable.restore(viable_before)
-            exclude.clear()
-            exclude.update(exclude_before)
-            placement = placement0
-            res.epoch_after = res.epoch_before
-    res.placement, res.est_after = placement, est if res.accepted else res.est_before
+    # keep the prefix of accepted swaps with the lowest whole-pattern estimate, if (1 + eps) faster
+    best = min(range(len(prefixes)), key=lambda i: (prefixes[i][2], i))
+    if not res.epoch_before > (1.0 + params.epsilon) * prefixes[best][2]:
+        best = 0
+    placement, est, res.epoch_after, kept_viable, kept_exclude = prefixes[best]
+    res.accepted, res.withheld = res.accepted[:best], res.accepted[best:]
+    viable.restore(kept_viable)
+    exclude.clear()
+    exclude.update(kept_exclude)
+    res.placement, res.est_after = placement, est
     return res
 
 
