@@ -43,6 +43,10 @@ def test_steady_congestion_into_a_rank_is_evaded():
     sw = first.swaps[0]
     assert sw["node"]["rank"] == 3 and sw["lowers_degree"] and sw["symbol"] == "③"
     assert first.estimated_gain > 1.05 and first.measured_gain > 1.05 and not first.reverted
+    # whole pattern: tree 1's chain 12.8 ms -> tree 0's 11.2 ms (test_tuner_estimator has the sums)
+    assert first.estimated_epoch_gain == pytest.approx(12.8 / 11.2, rel=1e-3)
+    assert first.to_dict()["estimated_epoch_gain"] == first.estimated_epoch_gain
+    assert "whole epoch x1.143" in first.summary()
     assert react.in_effect[:11].tolist() == [-1] * 11 and react.in_effect[11] == 0
     assert react.durations[:11].tolist() == base.durations[:11].tolist()   # same pattern until then
 

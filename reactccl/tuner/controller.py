@@ -189,4 +189,5 @@ class ReactController:
                         swaps=[a.to_dict() for a in res.accepted], tried=res.tried,
                         positions_before=before.position_map(touched), positions_after=after.position_map(touched),
                         estimated_gain=res.est_before / res.est_after if res.est_after > 0 else None,
+                        estimated_epoch_gain=res.epoch_before / res.epoch_after if res.epoch_after > 0 else None,
                         measured_before=measured)

@@ -27,6 +27,8 @@ class Decision:
         positions_before, positions_after: position → rank of the flows the swaps touched
             (keys ``"g<graph> t<step> p<position>"``, position = rank label in the original pattern).
         estimated_gain: estimated old-critical-path time before / after (> 1 is faster).
+        estimated_epoch_gain: estimated epoch time (whole pattern, longest dependency chain)
+            before / after; a trial is emitted only when it is > 1 + ε.
         measured_before: mean epoch time (s) of the batch that led to this decision (for a revert:
             the trial's batch).
         measured_after: mean epoch time (s) of the first batch that ran ``pattern`` (None until
@@ -45,6 +47,7 @@ class Decision:
     positions_before: dict[str, list[int]] = field(default_factory=dict)
     positions_after: dict[str, list[int]] = field(default_factory=dict)
     estimated_gain: float | None = None
+    estimated_epoch_gain: float | None = None
     measured_before: float | None = None
     measured_after: float | None = None
     reverted: bool = False
@@ -62,7 +65,8 @@ class Decision:
         return {"epoch": self.epoch, "effective_epoch": self.effective_epoch, "kind": self.kind,
                 "detected": self.detected, "swaps": self.swaps, "tried": self.tried,
                 "positions_before": self.positions_before, "positions_after": self.positions_after,
-                "estimated_gain": self.estimated_gain, "measured_before_s": self.measured_before,
+                "estimated_gain": self.estimated_gain, "estimated_epoch_gain": self.estimated_epoch_gain,
+                "measured_before_s": self.measured_before,
                 "measured_after_s": self.measured_after, "measured_gain": self.measured_gain,
                 "reverted": self.reverted, "reverts": self.reverts,
                 "pattern": {"src": self.pattern.src.tolist(), "dst": self.pattern.dst.tolist()}}
@@ -90,6 +94,8 @@ class Decision:
                          f"{', lowers its degree' if s['lowers_degree'] else ''}: estimated "
                          f"{_t(s['est_before_s'])} -> {_t(s['est_after_s'])}")
         gain = f"estimated gain x{self.estimated_gain:.3f}" if self.estimated_gain else ""
+        if self.estimated_epoch_gain:
+            gain += f" (whole epoch x{self.estimated_epoch_gain:.3f})"
         meas = f", measured x{self.measured_gain:.3f}" if self.measured_gain else ""
         lines.append(f"  {gain}{meas} ({self.tried} swaps tried){'; REVERTED' if self.reverted else ''}")
         return "\n".join(lines)
