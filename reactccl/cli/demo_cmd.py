@@ -137,7 +137,8 @@ def _decisions(res: DemoResult) -> list[str]:
                          f"{_fmt_gain(log[d.reverts].measured_gain)}, not better by {tau:.0%})")
             continue
         kept = "[yellow]reverted later[/yellow]" if d.reverted else "[green]kept[/green]"
-        lines.append(head + f"{d.kind}, estimated {_fmt_gain(d.estimated_gain)}, measured "
+        lines.append(head + f"{d.kind}, estimated {_fmt_gain(d.estimated_epoch_gain)} (whole pattern; "
+                     f"{_fmt_gain(d.estimated_gain)} on the old critical paths), measured "
                      f"{_fmt_gain(d.measured_gain)}, {kept}")
         lines += ["     " + x for x in _decision_details(d)]
     return lines
