@@ -69,8 +69,9 @@ def test_duplicated_reduce_flow_is_counted_twice():
     dup = subset(p, np.append(np.arange(p.num_flows), f))
     with pytest.raises(VerificationError, match="contribution of rank 3 counted twice") as e:
         verify(dup)
-    assert e.value.chunk == 0                              # tree 0's half; root 0 sees it at step 2
-    assert (e.value.rank, e.value.step) == (0, 2)
+    assert e.value.chunk == 0                              # tree 0's half, as root 0 sees it
+    assert (e.value.rank, e.value.step) == (0, 0)          # the double count arose at step 0 (3 -> 2 twice)
+    assert f"flow {p.num_flows} (3->2) reduced chunk 0 into rank 2" in str(e.value)
     # the same mistake in the ring
     r = generate("ring", 5)
     with pytest.raises(VerificationError, match="counted twice"):

@@ -161,3 +161,18 @@ def test_collective_enum():
     assert Collective.BROADCAST.needs_root and not Collective.ALLREDUCE.needs_root
     assert Collective.ALLGATHER.is_blocked
     assert two_rank_allreduce().collective is Collective.ALLREDUCE
+
+
+def test_cli_file_errors_are_messages(tmp_path, capsys):
+    from reactccl.cli.main import main
+    assert main(["pattern", "verify", str(tmp_path / "missing.json")]) == 2
+    assert "No such file or directory" in capsys.readouterr().err
+    assert main(["pattern", "generate", "ring", "--ranks", "3", "-o", str(tmp_path / "no" / "x.json")]) == 2
+    assert "No such file or directory" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    d = to_dict(chain_allreduce())
+    d["flows"] = d["flows"][:-1]          # drop the last copy: rank 0 never gets the result
+    bad.write_text(json.dumps(d))
+    assert main(["pattern", "verify", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL") and "rank 0" in out

@@ -82,6 +82,9 @@ def _wrap(func):
         except PatternError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        except OSError as e:
+            print(f"error: {e.strerror or e}: {e.filename}", file=sys.stderr)
+            return 2
     return run
 
 

@@ -108,14 +108,15 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> Ve
 
     last_write = np.full(N * C, -1, dtype=np.int64)
     first_dup = np.full(N * C, -1, dtype=np.int64)
+    origin: list[tuple[int, int, int]] = []   # (step, flow, target key) of the first double count made
     pf = p.pair_flow
     if len(pf):
-        _run_steps(p, pf, ge1, ge2, last_write, first_dup)
-    _check_final(p, owner, ge1, ge2, last_write, first_dup)
+        _run_steps(p, pf, ge1, ge2, last_write, first_dup, origin)
+    _check_final(p, owner, ge1, ge2, last_write, first_dup, origin)
     return VerifyResult(coll.value, N, C, p.num_flows, p.num_steps)
 
 
-def _run_steps(p, pf, ge1, ge2, last_write, first_dup) -> None:
+def _run_steps(p, pf, ge1, ge2, last_write, first_dup, origin) -> None:
     C = p.num_chunks
     ch = p.chunk_idx
     step = p.step[pf]
@@ -133,6 +134,7 @@ def _run_steps(p, pf, ge1, ge2, last_write, first_dup) -> None:
         is_copy = p.op[f] == 1
         s1 = ge1[src_key]
         s2 = ge2[src_key]
+        sfirst = first_dup[src_key]
         empty = ~s1.any(axis=1)
         if empty.any():
             i = int(np.flatnonzero(empty)[0])
@@ -163,6 +165,7 @@ def _run_steps(p, pf, ge1, ge2, last_write, first_dup) -> None:
             if cp.any():
                 ge1[tk[cp]] = s1[pick[cp]]
                 ge2[tk[cp]] = s2[pick[cp]]
+                first_dup[tk[cp]] = sfirst[pick[cp]]   # a copy carries double counts (and their step) along
             rd = ~cp
             if rd.any():
                 tr = tk[rd]
@@ -172,7 +175,14 @@ def _run_steps(p, pf, ge1, ge2, last_write, first_dup) -> None:
                 ge1[tr] = a1 | b1
                 ge2[tr] = n2
                 dup = n2.any(axis=1) & (first_dup[tr] < 0)
-                first_dup[tr[dup]] = t
+                inherited = sfirst[pick[rd]]
+                first_dup[tr[dup]] = np.where(inherited[dup] >= 0, inherited[dup], t)
+                if not origin:
+                    made = np.flatnonzero((a1 & b1).any(axis=1))
+                    if made.size:
+                        i = int(made[0])
+                        origin.append((t, int(f[pick[rd][i]]), int(tr[i])))
+
             last_write[tk] = t
 
 
@@ -181,7 +191,7 @@ def _bits(row: np.ndarray, n: int) -> list[int]:
     return np.flatnonzero(bits).tolist()
 
 
-def _check_final(p, owner, ge1, ge2, last_write, first_dup) -> None:
+def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin) -> None:
     N, C = p.num_ranks, p.num_chunks
     coll = p.collective
     W = ge1.shape[1]
@@ -215,9 +225,13 @@ def _check_final(p, owner, ge1, ge2, last_write, first_dup) -> None:
     extra = _bits(g1[i] & ~expect[i], N)
     n_bad = int(wrong.sum())
     if dup:
-        t = int(first_dup[key])
+        t = int(first_dup[key]) if first_dup[key] >= 0 else None
         why = f"contribution of rank {dup[0]} counted twice or more"
-        where = f"first at step {t}"
+        where = f"first at step {t}" if t is not None else "carried in by a copy"
+        if origin:
+            ot, of, okey = origin[0]
+            where += (f"; the first double count arose at step {ot}: flow {of} ({p.src[of]}->{p.dst[of]}) "
+                      f"reduced chunk {okey % C} into rank {okey // C}, which already held part of it")
     elif missing:
         t = int(last_write[key]) if last_write[key] >= 0 else None
         what = "data" if coll in (Collective.ALLGATHER, Collective.BROADCAST) else "contribution"
