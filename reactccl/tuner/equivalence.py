@@ -120,7 +120,23 @@ def _graph_ids(pattern: CollectivePattern, graphs) -> list[int]:
 
 
 def candidate_windows(pattern: CollectivePattern, graphs=None) -> SwapSet:
-    """Every canonical window swap of the given chunk graphs (default: all), unchecked."""
+    """Every canonical window swap of the given chunk graphs, not yet checked for semantics.
+
+    A window swap ``(g, t0, t1, a, b)`` exchanges ranks ``a < b`` in every flow of chunk graph
+    ``g`` whose step lies in ``[t0, t1]``; canonical windows start and end at steps where ``a``
+    or ``b`` has a flow in ``g`` (the module docstring explains why these suffice).
+
+    Args:
+        pattern: the original pattern (positions).
+        graphs: chunk-graph ids to enumerate (default: all).
+
+    Returns:
+        A :class:`SwapSet` with one entry per candidate; ``full`` marks windows covering all of
+        ``a``'s and ``b``'s activity in ``g`` (transform ②). At most ``G·N²·T²/2`` entries.
+
+    Raises:
+        PatternError: an unknown chunk-graph id.
+    """
     p, N, T = pattern, pattern.num_ranks, max(pattern.num_steps, 1)
     parts = []
     ai, bi = np.triu_indices(N, 1)
