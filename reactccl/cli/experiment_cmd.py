@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("experiment", help="reproduce a REACT simulation figure (fig5a, fig5b, fig6, ...)",
                        description=f"Reproduce a REACT simulation experiment: {names}, or 'list'.")
     p.add_argument("name", help=f"experiment name ({names}) or 'list'")
-    p.add_argument("--quick", action="store_true", help="reduced sweep: few settings, 2 scenarios of 30 epochs")
+    p.add_argument("--quick", action="store_true", help="reduced sweep: few settings, 2 scenarios of 30 epochs (sp-*: small fabrics, 3 sizes, seconds)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all usable CPUs)")
     p.add_argument("--out", default="results", help="output folder for NAME.json and NAME.png (default: results)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the scenario generator (default 0)")
@@ -44,6 +44,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the result document (without per-epoch times)")
     p.set_defaults(func=run)
+
+
+def _sp_unsupported(args: argparse.Namespace) -> list[str]:
+    """The options given that the sp-* experiments do not take (REACT's scenario options)."""
+    given = dict(jobs=args.jobs is not None, seed=args.seed != 0, scenarios=args.scenarios is not None,
+                 epochs=args.epochs is not None, warmup=args.warmup is not None, param=bool(args.param),
+                 json=args.json)
+    return [f"--{k}" for k, v in given.items() if v]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,9 +67,17 @@ def run(args: argparse.Namespace) -> int:
                           f"which has the per-experiment options)")
         return 0
     if args.name in SP_EXPERIMENTS:
+        bad = _sp_unsupported(args)
+        if bad:
+            console.print(f"[red]{args.name}: {', '.join(bad)} do not apply to the SP-allreduce experiments "
+                          f"(deterministic, one run per setting); use --quick/--out/--no-progress here, or "
+                          f"`reactccl sp goodput {args.name} --help` for their own options[/red]")
+            return 2
         out = args.out if args.out != "results" else "results/sp"
         try:
-            console.print(run_sp_experiment(args.name, out), markup=False, highlight=False)
+            console.print(run_sp_experiment(args.name, out, quick=args.quick,
+                                            log=None if args.no_progress else print),
+                          markup=False, highlight=False)
         except ValueError as exc:
             console.print(f"[red]{exc}[/red]")
             return 2

@@ -1,7 +1,10 @@
 """``reactccl sp``: SP-allreduce and torus schedules — deficiency metrics and goodput experiments.
 
-* ``reactccl sp metrics ALG --fabric torus:8x8 [--opt k=3]`` — rounds S, Ψ, Θ, Ω, Q and the
-  model time of one schedule on a torus, HyperX or spine-leaf fabric.
+* ``reactccl sp metrics ALG --fabric torus:8x8 [--opt k=3] [--size 1MiB]`` — rounds S, Ψ, Θ, Ω,
+  Q and the α-β time αS + βQ (§2.2; 400 Gb/s and α = 400 ns by default, §7.1) of one
+  schedule on a torus, HyperX or spine-leaf fabric. An SP generator on a fabric it is not
+  built for is refused (naming the right one) unless ``--force``; schedules estimated above
+  ``--max-memory`` are refused before generating.
 * ``reactccl sp ksp --fabric torus:8x8`` — W(T), Θ, Ω and rounds of k-SP-allreduce per k.
 * ``reactccl sp goodput NAME [--sizes 64KiB,1MiB] [--engine netsim|model] [--out DIR]`` — one
   of the paper's goodput experiments (see :mod:`reactccl.experiments.sp_figures`).
@@ -14,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from ..algorithms import generate
 from ..algorithms.torus_common import pack
-from ..cost.deficiency import deficiency
+from ..cost.deficiency import deficiency, round_times
 from ..pattern import PatternError
 from ..topology import UnitError, parse_rate, parse_size, parse_time
 
@@ -31,7 +35,7 @@ def _fabric(spec: str):
         shape = tuple(int(v) for v in dims.lower().split("x"))
     except ValueError:
         raise PatternError(f"--fabric: expected KIND:AxB (torus:8x8, hyperx:8x8, spineleaf:LEAVESxQ), got {spec!r}") from None
-    return Fabric(kind, shape)
+    return Fabric(kind, shape)  # ValueError on a wrong shape for the kind
 
 
 def _options(items: list[str]) -> dict:
@@ -44,8 +48,59 @@ def _options(items: list[str]) -> dict:
     return out
 
 
+#: The fabric each SP generator is built for (§3, §6.2, §6.3). The baselines (Bucket, Swing,
+#: Trivance, rings, RD) run on a torus layout of the ranks on any fabric, as in the paper's §7.6.
+BUILT_FOR = {"sp-allreduce": "torus", "sp-allreduce-2h1": "torus", "k-sp-allreduce": "torus",
+             "sp-hyperx": "hyperx", "sp-spineleaf": "spineleaf"}
+SP_FOR = {"torus": "sp-allreduce (or k-sp-allreduce, sp-allreduce-2h1)", "hyperx": "sp-hyperx",
+          "spineleaf": "sp-spineleaf"}
+BYTES_PER_FLOW = 140  # measured peak of generate + deficiency: ~131 B/flow (16x16 and 4x4x4 SP-allreduce)
+
+
+def estimate_flows(name: str, p: int, d: int) -> int:
+    """Flows a generator makes for ``p`` ranks on a ``d``-dimensional layout, before packing
+    (measured on 4x4, 8x8, 9x9, 4x4x4). Bandwidth-optimal tree/bucket schedules send each of
+    ``c·p`` chunks ``2(p-1)`` times (c = 2d for SP, k-SP, Bucket, Swing-B, torus ring; d for
+    Trivance-B; 1 for rings and spine-leaf SP); latency-optimal ones send ``O(p log p)``.
+    Unknown generators get the largest factor, 2d."""
+    lg = max(1, math.ceil(math.log2(max(p, 2))))
+    full = 2 * p * (p - 1)
+    table = {"swing-l": 2 * d * p * lg, "trivance-l": 2 * d * p * lg, "rd-allreduce": p * lg,
+             "recursive-doubling": p * lg, "rabenseifner": 2 * p * lg, "trivance-b": d * full,
+             "ring": full, "sp-spineleaf": full}
+    return table.get(name, 2 * d * full)
+
+
+def _size_guard(args, fab) -> None:
+    est = estimate_flows(args.algorithm, fab.num_nodes, 1 if fab.kind == "spineleaf" else len(fab.shape))
+    need, limit = est * BYTES_PER_FLOW, float(parse_size(args.max_memory))
+    if need > limit:
+        raise PatternError(
+            f"{args.algorithm} on {fab.label} ({fab.num_nodes} nodes) would materialise about {est:.3g} flows, "
+            f"~{need / 2 ** 30:.3g} GiB (limit --max-memory {args.max_memory}). The metrics route every flow; for "
+            "fabrics this large use the symmetry instead: reactccl.algorithms.sp_check.check_sp_symmetry "
+            "(SP-allreduce loads from the base tree alone) or bench/bench_sp.py")
+
+
+def _fabric_note(args, fab) -> str | None:
+    """A note when an SP generator runs on a fabric it is not built for (None if it is)."""
+    meant = BUILT_FOR.get(args.algorithm)
+    if meant is None or meant == fab.kind:
+        return None
+    return (f"{args.algorithm} is built for {meant} fabrics; its Ψ/Θ/Ω on {fab.label} say nothing about SP-allreduce "
+            f"there — the generator for {fab.kind} is {SP_FOR[fab.kind]}")
+
+
 def _metrics(args) -> int:
     fab = _fabric(args.fabric)
+    note = _fabric_note(args, fab)
+    if note and not args.force:
+        raise PatternError(note + " (--force computes it anyway)")
+    _size_guard(args, fab)
+    size, rate = float(parse_size(args.size)), float(parse_rate(args.link_rate))
+    alpha, hop = float(parse_time(args.alpha)), float(parse_time(args.hop_latency))
+    if size <= 0 or rate <= 0 or alpha < 0 or hop < 0:
+        raise PatternError("--size and --link-rate must be > 0, --alpha and --hop-latency >= 0")
     opts = _options(args.opt)
     if args.algorithm not in ("ring", "rd-allreduce", "recursive-doubling", "rabenseifner", "sp-spineleaf"):
         opts.setdefault("shape", fab.shape)
@@ -53,14 +108,24 @@ def _metrics(args) -> int:
         opts.setdefault("q", fab.shape[1])
     pat = generate(args.algorithm, fab.num_nodes, check=fab.num_nodes <= 1024, **opts)
     d = deficiency(pack(pat) if args.packed else pat, fab.geometry())
+    beta = size * 8.0 / rate  # seconds to send the whole message over one link
+    t_ab = d.time(alpha, beta)
+    t_rounds = float(round_times(d, size, rate, hop).sum())
     doc = dict(algorithm=args.algorithm, fabric=fab.label, chunks=pat.num_chunks, flows=pat.num_flows,
-               **{k: v for k, v in d.as_dict().items() if k not in ("max_load", "max_hops")})
+               **{k: v for k, v in d.as_dict().items() if k not in ("max_load", "max_hops")},
+               message_bytes=size, link_rate_bps=rate, alpha_s=alpha, hop_latency_s=hop,
+               time_alpha_beta_s=t_ab, time_round_model_s=t_rounds, note=note)
     if args.json:
         print(json.dumps(doc, indent=1))
     else:
+        if note:
+            print(f"note: {note}")
         print(f"{args.algorithm} on {fab.label}: {pat.num_chunks} chunks, {pat.num_flows} flows, S = {d.rounds} rounds")
         print(f"  Vol_abs = {d.vol_abs:.4g} N, Vol_phys = {d.vol_phys:.4g} N, Q = {d.q:.4g} N")
         print(f"  Psi = {d.psi:.4f}  Theta = {d.theta:.4f}  Omega = {d.omega:.4f}")
+        print(f"  time for N = {args.size} ({size:.0f} B) at {rate / 1e9:g} Gb/s: alpha*S + beta*Q = {alpha * 1e9:g} ns x {d.rounds}"
+              f" + {beta * 1e6:.4g} us/N x {d.q:.4g} N = {t_ab * 1e6:.4g} us;"
+              f" round model (+ longest route x {hop * 1e9:g} ns per round) {t_rounds * 1e6:.4g} us")
     return 0
 
 
@@ -126,6 +191,12 @@ def add_parser(subparsers) -> None:
     m.add_argument("--opt", action="append", metavar="KEY=VALUE", help="generator option (repeatable), e.g. k=3")
     m.add_argument("--packed", action="store_true", help="pack flows per (round, src, dst) first (same metrics)")
     m.add_argument("--json", action="store_true", help="print one JSON document")
+    m.add_argument("--size", default="1MiB", help="message size N for the time (default 1MiB)")
+    m.add_argument("--link-rate", default="400Gbps", help="link rate, 1/beta (default 400Gbps, §7.1)")
+    m.add_argument("--alpha", default="400ns", help="alpha per round in alpha*S + beta*Q (default 400ns, one hop of §7.1)")
+    m.add_argument("--hop-latency", default="400ns", help="per-hop latency of the round model (default 400ns, §7.1)")
+    m.add_argument("--force", action="store_true", help="measure an SP generator on a fabric it is not built for")
+    m.add_argument("--max-memory", default="4GiB", help="refuse schedules estimated above this (default 4GiB)")
     m.set_defaults(func=_run, sp_func=_metrics)
     k = sub.add_parser("ksp", help="W(T), Θ, Ω and rounds of k-SP-allreduce for each k")
     k.add_argument("--fabric", default="torus:8x8", help="torus:NxN")

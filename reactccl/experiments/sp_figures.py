@@ -11,9 +11,11 @@ Experiments (``reactccl sp goodput NAME``):
   16 spines, with Ring and recursive doubling (Fig. 5 right).
 
 Each writes ``<out>/<name>.json`` (rows, per-family best, metadata, the paper's figures)
-and ``<out>/<name>.png`` and returns the printed report. :data:`PAPER` holds the numbers
-the paper states in its text (its figures themselves are lost), so the report sets ours
-beside them.
+and ``<out>/<name>.png`` and returns the printed report. ``quick=True`` runs the small
+configuration of :data:`QUICK` instead of the paper's (a few seconds each; for smoke tests
+and ``reactccl experiment sp-* --quick``, not for comparison with the paper).
+:data:`PAPER` holds the numbers the paper states in its text (its figures themselves are
+lost), so the report sets ours beside them.
 
 Why our numbers differ from the paper's (SST, packet level) — measured 2026-11-29:
 
@@ -44,7 +46,7 @@ from pathlib import Path
 
 from .sp_goodput import KIB, MIB, Fabric, GoodputRun, goodput_sweep
 
-__all__ = ["EXPERIMENTS", "PAPER", "run_experiment", "gain_table", "fmt_size"]
+__all__ = ["EXPERIMENTS", "QUICK", "PAPER", "run_experiment", "gain_table", "fmt_size"]
 
 BASELINES = ("Bucket", "Swing", "Trivance")
 
@@ -140,7 +142,7 @@ def _square(args) -> tuple[list[GoodputRun], list[str], dict]:
     for n in args.get("sides", [8, 16]):
         run = goodput_sweep(Fabric("torus", (n, n)), ["SP", "k-SP", "Bucket", "Swing", "Trivance"],
                             args.get("sizes"), engine=args.get("engine", "netsim"), ks=args.get("ks"),
-                            alpha=args.get("alpha", 0.0))
+                            alpha=args.get("alpha", 0.0), log=args.get("log", print))
         runs.append(run)
         rep.append(_table(run))
         g = gain_table(run, "k-SP")
@@ -166,9 +168,9 @@ def _sweep(args, what: str) -> tuple[list[GoodputRun], list[str], dict]:
                                     else [200e-9, 400e-9, 800e-9, 1600e-9])
     for v in values:
         kw = dict(link_rate=v) if what == "rate" else dict(hop_latency=v)
-        run = goodput_sweep(Fabric("torus", (8, 8)), ["k-SP", "Bucket", "Swing", "Trivance"], args.get("sizes"),
-                            engine=args.get("engine", "netsim"), ks=args.get("ks"),
-                            alpha=args.get("alpha", 0.0), **kw)
+        run = goodput_sweep(Fabric("torus", tuple(args.get("shape", (8, 8)))), ["k-SP", "Bucket", "Swing", "Trivance"],
+                            args.get("sizes"), engine=args.get("engine", "netsim"), ks=args.get("ks"),
+                            alpha=args.get("alpha", 0.0), log=args.get("log", print), **kw)
         runs.append(run)
         g = gain_table(run, "k-SP")
         top = max(g, key=lambda r: r["ratio"])
@@ -185,7 +187,7 @@ def _single(args, fabrics, families) -> tuple[list[GoodputRun], list[str], dict]
     families = args.get("families") or families
     for fab in fabrics:
         run = goodput_sweep(fab, families, args.get("sizes"), engine=args.get("engine", "netsim"),
-                            alpha=args.get("alpha", 0.0))
+                            alpha=args.get("alpha", 0.0), log=args.get("log", print))
         runs.append(run)
         rep.append(_table(run))
         g = gain_table(run, "SP", [f for f in families if f != "SP"])
@@ -214,23 +216,42 @@ EXPERIMENTS = {
 }
 
 
-def run_experiment(name: str, out_dir: str | Path, **args) -> str:
+_QUICK_SIZES = [64 * KIB, MIB, 16 * MIB]
+
+#: Small configurations for ``quick=True``: same families and outputs, tiny fabrics and three
+#: sizes (64 KiB, 1 MiB, 16 MiB); explicit arguments still override them.
+QUICK = {
+    "sp-square": dict(sides=[4], sizes=_QUICK_SIZES, ks=[1, 2, 4]),
+    "sp-linkrate": dict(shape=(4, 4), values=[100e9, 1.6e12], sizes=_QUICK_SIZES, ks=[1, 2, 4]),
+    "sp-latency": dict(shape=(4, 4), values=[200e-9, 1600e-9], sizes=_QUICK_SIZES, ks=[1, 2, 4]),
+    "sp-rect": dict(shapes=[(8, 4)], sizes=_QUICK_SIZES),
+    "sp-hyperx": dict(shape=(4, 4), sizes=_QUICK_SIZES),
+    "sp-spineleaf": dict(shape=(4, 4), sizes=_QUICK_SIZES),
+}
+
+
+def run_experiment(name: str, out_dir: str | Path, quick: bool = False, **args) -> str:
     """Run experiment ``name``, write ``<out_dir>/<name>.json`` and ``.png``; return the report.
 
-    Args (all optional): ``sizes`` (bytes), ``engine`` ("netsim"/"model"), ``sides`` (sp-square),
+    Args (all optional): ``quick`` (start from :data:`QUICK`'s small configuration),
+    ``sizes`` (bytes), ``engine`` ("netsim"/"model"), ``sides`` (sp-square),
     ``ks`` (depth bounds tried for k-SP; default 1..H), ``alpha`` (s per round, model engine),
     ``families`` (sp-rect, sp-hyperx, sp-spineleaf: a subset of the families, SP first),
-    ``values`` (rates in bit/s or latencies in s for the sweeps), ``shapes``/``shape``.
+    ``values`` (rates in bit/s or latencies in s for the sweeps), ``shapes``/``shape``
+    (sp-linkrate/sp-latency: the torus, default 8x8), ``log`` (progress printer, ``None``
+    for silence).
 
     Raises:
         ValueError: unknown experiment name.
     """
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+    if quick:
+        args = {**QUICK[name], **args}
     runs, rep, summ = EXPERIMENTS[name](args)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    doc = dict(experiment=name, summary=summ, paper=PAPER.get(name, {}),
+    doc = dict(experiment=name, quick=bool(quick), summary=summ, paper=PAPER.get(name, {}),
                runs=[dict(meta=r.meta, best=r.best, rows=r.rows, skipped=r.skipped) for r in runs])
     (out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=float))
     _plot(runs, out / f"{name}.png", f"{name}: goodput G = N(p-1)/(pT) (ours, {runs[0].meta['engine']})")

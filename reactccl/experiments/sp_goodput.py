@@ -53,6 +53,19 @@ class Fabric:
     kind: str
     shape: tuple[int, ...]
 
+    def __post_init__(self) -> None:
+        """Raises ValueError: unknown kind, or a shape of the wrong length (spine-leaf needs
+        ``(leaves, q)``, HyperX two sides) or with a side below 1."""
+        dims = {"torus": None, "hyperx": 2, "spineleaf": 2}
+        if self.kind not in dims:
+            raise ValueError(f"fabric kind must be torus, hyperx or spineleaf, got {self.kind!r}")
+        want = dims[self.kind]
+        if not self.shape or (want is not None and len(self.shape) != want):
+            what = {"torus": "AxB[xC...]", "hyperx": "NxN", "spineleaf": "LEAVESxQ (e.g. 32x16)"}[self.kind]
+            raise ValueError(f"{self.kind} fabric needs a shape {what}, got {'x'.join(map(str, self.shape)) or 'none'}")
+        if min(self.shape) < 1:
+            raise ValueError(f"{self.kind} fabric: every side must be >= 1, got {self.shape}")
+
     @property
     def label(self) -> str:
         """e.g. ``torus 8x8``."""

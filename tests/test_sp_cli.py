@@ -1,0 +1,72 @@
+"""The sp CLI's guards and α-β time, and ``reactccl experiment sp-* --quick``."""
+
+import json
+
+import pytest
+
+from reactccl.algorithms import generate
+from reactccl.cli.main import main
+from reactccl.cli.sp_cmd import estimate_flows
+from reactccl.experiments.sp_figures import QUICK
+
+
+def test_experiment_quick_through_cli(tmp_path, capsys):
+    assert main(["experiment", "sp-hyperx", "--quick", "--no-progress", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "sp-hyperx.json").read_text())
+    assert doc["quick"] is True and (tmp_path / "sp-hyperx.png").exists()
+    (run,) = doc["runs"]
+    assert run["meta"]["fabric"] == "hyperx 4x4"
+    assert sorted({r["size"] for r in run["best"]}) == QUICK["sp-hyperx"]["sizes"]
+    # SP uses all 6 links of a HyperX 4x4 node, the torus baselines 4: SP wins at 16 MiB
+    big = {r["family"]: r["goodput"] for r in run["best"] if r["size"] == 16 << 20}
+    assert big["SP"] > max(big["Bucket"], big["Swing"])
+
+
+def test_experiment_rejects_react_options(tmp_path, capsys):
+    assert main(["experiment", "sp-square", "--quick", "--seed", "3", "--epochs", "5", "--out", str(tmp_path)]) == 2
+    out = capsys.readouterr().out
+    assert "--seed" in out and "--epochs" in out
+    assert not (tmp_path / "sp-square.json").exists()
+
+
+@pytest.mark.parametrize("fabric, words", [("spineleaf:4", "LEAVESxQ"), ("hyperx:4x4x4", "NxN"),
+                                           ("torus:8x8x8x8x8", "flows")])
+def test_metrics_bad_or_huge_fabric_is_an_error(fabric, words, capsys):
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", fabric]) == 2
+    assert words in capsys.readouterr().out
+
+
+def test_metrics_alpha_beta_time(capsys):
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--json", "--size", "1MiB"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # Q = 2(p-1)/(p D) = 30/64 of N; S = 8 rounds; beta*N = 8 * 2^20 / 400e9 s
+    assert doc["q"] == pytest.approx(30 / 64)
+    assert doc["time_alpha_beta_s"] == pytest.approx(8 * 400e-9 + 30 / 64 * 8 * 2 ** 20 / 400e9)
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--size", "64KiB",
+                 "--alpha", "1us", "--link-rate", "100Gbps"]) == 0
+    t = 8 * 1e-6 + 30 / 64 * 8 * 65536 / 100e9
+    assert f"= {t * 1e6:.4g} us" in capsys.readouterr().out
+
+
+def test_metrics_refuses_sp_generator_on_wrong_fabric(capsys):
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "hyperx:4x4"]) == 2
+    assert "sp-hyperx" in capsys.readouterr().out
+    assert main(["sp", "metrics", "sp-spineleaf", "--fabric", "hyperx:4x4"]) == 2
+    assert "sp-hyperx" in capsys.readouterr().out
+    assert main(["sp", "metrics", "sp-hyperx", "--fabric", "hyperx:4x4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["omega"] == pytest.approx(1)
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "hyperx:4x4", "--force", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "sp-hyperx" in doc["note"] and doc["omega"] == pytest.approx(1.5)
+    # baselines are references on every fabric (§7.6): no refusal
+    assert main(["sp", "metrics", "bucket", "--fabric", "spineleaf:4x4"]) == 0
+
+
+@pytest.mark.parametrize("name, shape", [("sp-allreduce", (8, 8)), ("bucket", (4, 4, 4)), ("trivance-b", (9, 9)),
+                                         ("swing-l", (8, 8)), ("ring", (8, 8))])
+def test_estimate_flows_matches_generators(name, shape):
+    p = 1
+    for v in shape:
+        p *= v
+    opts = {} if name == "ring" else {"shape": shape}
+    assert estimate_flows(name, p, len(shape)) == generate(name, p, check=False, **opts).num_flows
