@@ -85,12 +85,13 @@ class EpochTrace:
 
     @property
     def algbw(self) -> float:
-        """Algorithm bandwidth in bytes/s (S / t)."""
-        return self.message_bytes / self.duration if self.duration > 0 else float("inf")
+        """Algorithm bandwidth in bytes/s (S / t); ``nan`` when ``duration`` is 0 (an empty
+        collective, e.g. one rank: no flows, nothing moved, so no bandwidth is defined)."""
+        return self.message_bytes / self.duration if self.duration > 0 else float("nan")
 
     @property
     def busbw(self) -> float:
-        """Bus bandwidth in bytes/s (nccl-tests)."""
+        """Bus bandwidth in bytes/s (nccl-tests); ``nan`` when ``duration`` is 0, like :attr:`algbw`."""
         return self.algbw * busbw_factor(self.pattern.collective, self.pattern.num_ranks)
 
     def slowest(self, k: int = 5) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ..netsim import BackgroundError, SimulationError, SimulationResult, run_simulation
 from ..pattern import PatternError
-from ..topology import TopologyError, UnitError
+from ..topology import TopologyError, UnitError, parse_topology
 from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
 from .pattern_cmd import parse_options
@@ -47,6 +47,10 @@ def render(result: SimulationResult, console: Console) -> None:
                       f" from {format_time(b['phase_s'])}")
     if r.degraded:
         console.print("degraded: " + _listing([f"{l} {c / 1e9:g} Gbps" for l, c in r.degraded.items()]))
+    if r.num_flows == 0:
+        ranks = f"{r.num_ranks} rank" + "s" * (r.num_ranks != 1)
+        console.print(f"the collective is empty (0 flows, {ranks}): nothing to time, no bandwidth to report")
+        return
     s = r.stats()
     console.print(f"epoch time: p50 {format_time(s['p50_s'])}   p95 {format_time(s['p95_s'])}   "
                   f"mean {format_time(s['mean_s'])}   (min {format_time(s['min_s'])}, max {format_time(s['max_s'])})")
@@ -110,8 +114,40 @@ def render_comparison(base: SimulationResult, react: SimulationResult, warmup: i
         console.print(log.report())
 
 
+def list_links(topology: str, console: Console) -> None:
+    """Print every directed link of ``topology`` (a spec) with its cable id, for ``--degrade``."""
+    topo = parse_topology(topology)
+    table = Table(title=f"{topo.name}: {topo.num_links} links in {len(topo.cables())} cables "
+                        "(--degrade link=ID is one direction, cable=ID both)", title_justify="left")
+    for col in ("link", "cable", "from", "to", "capacity", "latency"):
+        table.add_column(col, justify="right" if col in ("link", "cable") else "left")
+    for row in topo.link_rows():
+        table.add_row(str(row["link"]), str(row["cable"]), str(row["src"]), str(row["dst"]),
+                      f"{row['capacity'] / 1e9:g} Gbps", format_time(row["latency"]))
+    console.print(table)
+
+
+def _check_args(args) -> None:
+    """ValueError naming a flag that is missing or out of range (argparse cannot say it)."""
+    for flag in ("algorithm", "ranks"):
+        if getattr(args, flag) is None:
+            raise ValueError(f"--{flag}: required (unless --list-links)")
+    if args.warmup is None:  # the paper's 25, or a quarter of a short run
+        args.warmup = 25 if args.epochs > 25 else max(args.epochs, 0) // 4
+    elif args.react and not 0 <= args.warmup < args.epochs:
+        raise ValueError(f"--warmup: must satisfy 0 <= warmup < epochs ({args.epochs}), got {args.warmup}")
+
+
 def _cmd_simulate(args) -> int:
+    if args.list_links:
+        try:
+            list_links(args.topology, Console(highlight=False, soft_wrap=True))
+        except (TopologyError, UnitError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
     try:
+        _check_args(args)
         if args.react:
             params = react_params(args.param, args.seed)
             base = _simulate(args, "baseline")
@@ -131,6 +167,7 @@ def _cmd_simulate(args) -> int:
             json.dump(doc, sys.stdout)
             sys.stdout.write("\n")
         else:
+            console.print("[bold]REACT run:[/bold]")
             render(react, console)
             render_comparison(base, react, args.warmup, console)
         return 0
@@ -148,8 +185,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "simulate", help="simulate epochs of a collective on a (congested) network",
         description="Flow-level simulation of a collective: max-min fair links, per-hop latency, ECMP, "
                     "background traffic and degraded links. Example: " + EXAMPLE)
-    p.add_argument("--algorithm", "-a", required=True, help="registered generator, e.g. nccl-tree, ring")
-    p.add_argument("--ranks", "-n", type=int, required=True, help="number of ranks")
+    p.add_argument("--algorithm", "-a", help="registered generator, e.g. nccl-tree, ring (required)")
+    p.add_argument("--ranks", "-n", type=int, help="number of ranks (required)")
     p.add_argument("--option", "-O", action="append", metavar="KEY=VALUE", help="generator option (repeatable)")
     p.add_argument("--topology", "-t", default="fat-tree:k=4",
                    help="e.g. star:hosts=18, fat-tree:k=4, leaf-spine:leaves=4,spines=2,hosts=4, alibaba, "
@@ -158,17 +195,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--epochs", "-e", type=int, default=100, help="epochs to simulate (default 100)")
     p.add_argument("--background", "-b", action="append", metavar="SPEC",
                    help="into:3:p=2 | out:3:p=1 | pairs:x=4:p=2[:dir=in] | flow:src=h16,dst=r3[,count=2] | "
-                        "bulk:src=h20,dst=h3,bytes=50MB,period=2ms[,phase=1ms] (repeatable)")
+                        "bulk:src=h12,dst=h3,bytes=5MB,period=2ms[,phase=1ms] (repeatable; a bulk must offer "
+                        "bytes*8/period below its path's capacity: 5MB/2ms = 20 Gbps)")
     p.add_argument("--degrade", "-d", action="append", metavar="SPEC",
-                   help="random:k=2:rate=30G | link=12:rate=30G (repeatable)")
+                   help="random:k=2:rate=30G (k random cables, both directions) | cable=5:rate=30G (both "
+                        "directions of cable 5) | link=12:rate=30G (directed link 12 only); rate <= the link's "
+                        "capacity; ids from --list-links (repeatable)")
+    p.add_argument("--list-links", action="store_true",
+                   help="print the links of --topology with their link and cable ids, then exit")
     p.add_argument("--ports", type=int, default=4, help="ECMP ports per flow, one drawn per epoch (default 4)")
     p.add_argument("--seed", type=int, default=0, help="seed for ports, placement and background (default 0)")
     p.add_argument("--placement", default="first", help="first | random | host list like 0,5,9 (default first)")
     p.add_argument("--slowest", type=int, default=5, help="how many slowest flows to list (default 5)")
     p.add_argument("--react", action="store_true",
                    help="also run REACT on the same seeded scenario and show both side by side")
-    p.add_argument("--warmup", type=int, default=25,
-                   help="with --react: epochs left out of the comparison (paper §7.3: 25)")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="with --react: epochs left out of the comparison, 0 <= warmup < epochs (default 25 as "
+                        "in paper §7.3, or epochs//4 for runs of 25 epochs or fewer)")
     p.add_argument("--param", "-P", action="append", metavar="NAME=VALUE",
                    help="with --react: a REACT parameter of reactccl.tuner.ReactParams, e.g. B=6 (repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")

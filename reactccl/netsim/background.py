@@ -20,7 +20,7 @@ import numpy as np
 from ..topology import Topology, TopologyError, UnitError, parse_rate, parse_size, parse_time
 
 __all__ = ["LongLived", "Bulk", "IntoRanks", "OutOfRanks", "RandomPairs", "BackgroundError",
-           "resolve_background", "parse_background", "parse_degrade", "random_degrade"]
+           "resolve_background", "parse_background", "parse_degrade", "random_degrade", "bulk_path"]
 
 HostRef = int | str
 
@@ -104,6 +104,26 @@ def _check_p(p: int, name: str = "p") -> int:
     return int(p)
 
 
+def bulk_path(topology: Topology, bulk: Bulk, index: int) -> np.ndarray:
+    """Link ids of the ``index``-th resolved bulk source: ECMP with key ``(-2, index, 0)`` (one path
+    for the whole run)."""
+    return topology.ecmp_path(bulk.src, bulk.dst, (-2, int(index), 0))
+
+
+def _check_bulk_rate(topology: Topology, bulk: Bulk, index: int, spec: Bulk) -> None:
+    """BackgroundError unless the bulk's offered rate ``bytes*8/period`` is below its path's smallest
+    capacity (otherwise its backlog grows each period and the run never settles)."""
+    path = bulk_path(topology, bulk, index)
+    offered = bulk.nbytes * 8.0 / bulk.period
+    available = float(topology.capacity[path].min())
+    if offered >= available:
+        raise BackgroundError(
+            f"bulk:src={spec.src},dst={spec.dst},bytes={spec.nbytes:g},period={spec.period:g}s "
+            f"({topology.hosts[bulk.src]}->{topology.hosts[bulk.dst]}): offers "
+            f"{offered / 1e9:.4g} Gbps (bytes*8/period) but its path's smallest capacity is "
+            f"{available / 1e9:.4g} Gbps, so its backlog would never drain; use fewer bytes or a longer period")
+
+
 def resolve_background(specs: Sequence[Background], topology: Topology, placement: np.ndarray,
                        seed: int = 0) -> tuple[list[tuple[int, int]], list[Bulk]]:
     """Concrete background traffic for a job placed on ``placement`` (host ids, shape ``(N,)``).
@@ -114,7 +134,8 @@ def resolve_background(specs: Sequence[Background], topology: Topology, placemen
         Random choices use ``numpy.random.default_rng([seed, 1])`` in spec order.
 
     Raises:
-        BackgroundError: bad ranks/counts, no outside host, a flow from a host to itself.
+        BackgroundError: bad ranks/counts, no outside host, a flow from a host to itself, a
+            bulk source offering ``bytes*8/period`` >= the smallest capacity on its path.
         TopologyError: unknown host.
     """
     rng = np.random.default_rng([int(seed), 1])
@@ -128,9 +149,14 @@ def resolve_background(specs: Sequence[Background], topology: Topology, placemen
             flows += [(s, d)] * _check_p(spec.count, "count")
         elif isinstance(spec, Bulk):
             s, d = topology.host_id(spec.src), topology.host_id(spec.dst)
-            if not (spec.nbytes > 0 and spec.period > 0 and spec.phase >= 0):
-                raise BackgroundError(f"bulk: bytes and period must be > 0 and phase >= 0, got {spec}")
-            bulks.append(Bulk(s, d, float(spec.nbytes), float(spec.period), float(spec.phase)))
+            if not (np.isfinite([spec.nbytes, spec.period, spec.phase]).all() and spec.nbytes > 0
+                    and spec.period > 0 and spec.phase >= 0):
+                raise BackgroundError(f"bulk: bytes and period must be finite and > 0 and phase >= 0, got {spec}")
+            if s == d:
+                raise BackgroundError(f"background: a flow from host {topology.hosts[s]!r} to itself")
+            bulk = Bulk(s, d, float(spec.nbytes), float(spec.period), float(spec.phase))
+            _check_bulk_rate(topology, bulk, len(bulks), spec)
+            bulks.append(bulk)
         elif isinstance(spec, (IntoRanks, OutOfRanks)):
             p = _check_p(spec.p)
             out = _outside(topology, placement)
@@ -237,12 +263,28 @@ def parse_background(spec: str, placement: np.ndarray | None = None) -> Backgrou
     raise BackgroundError(f"{text!r}: unknown background kind {kind!r}; expected into, out, pairs, flow or bulk")
 
 
+def _degrade(topology: Topology, links: Iterable[int], rate: float, spec: str) -> dict[int, float]:
+    """``{link: rate}`` after checking 0 < rate <= each link's capacity (degrading never raises one)."""
+    rate = float(rate)
+    links = [int(l) for l in links]
+    if not (np.isfinite(rate) and rate > 0):
+        raise BackgroundError(f"{spec}: rate must be > 0 bit/s, got {rate:g}")
+    for l in links:
+        cap = float(topology.capacity[l])
+        if rate > cap:
+            raise BackgroundError(f"{spec}: rate {rate / 1e9:g} Gbps is above link {l} "
+                                  f"({topology.describe_link(l)}) capacity {cap / 1e9:g} Gbps; "
+                                  "a degrade can only lower a capacity")
+    return {l: rate for l in links}
+
+
 def random_degrade(topology: Topology, k: int, rate: float, seed: int = 0) -> dict[int, float]:
     """``k`` random cables (both directions) set to ``rate`` bit/s (REACT §7.3.4: gray failures
     anywhere in the fabric). Draws with ``numpy.random.default_rng([seed, 2])``.
 
     Raises:
-        BackgroundError: k < 1 or more than the topology's cables.
+        BackgroundError: k < 1 or more than the topology's cables; rate <= 0 or above a
+            picked link's capacity.
     """
     cables = topology.cables()
     k = _check_p(k, "k")
@@ -250,18 +292,24 @@ def random_degrade(topology: Topology, k: int, rate: float, seed: int = 0) -> di
         raise BackgroundError(f"degrade: k={k} but {topology.name} has {len(cables)} cables")
     rng = np.random.default_rng([int(seed), 2])
     pick = cables[np.sort(rng.choice(len(cables), size=k, replace=False))]
-    return {int(l): float(rate) for l in pick.reshape(-1) if l >= 0}
+    return _degrade(topology, (l for l in pick.reshape(-1).tolist() if l >= 0), rate, f"degrade random:k={k}")
 
 
 def parse_degrade(spec: str, topology: Topology, seed: int = 0) -> dict[int, float]:
-    """Degraded links from text: ``random:k=2:rate=30G`` (k random cables, both directions)
-    or ``link=12:rate=30G`` (one directed link; ``link=12,13`` for several).
+    """Degraded links from text. Three forms:
+
+    * ``random:k=2:rate=30G`` -- k random *cables*, both directions (REACT §7.3.4);
+    * ``cable=5:rate=30G`` -- cable 5, both directions (``cable=5,7`` for several);
+    * ``link=12:rate=30G`` -- the one *directed* link 12 only (``link=12,13`` for several).
+
+    Cable ids are rows of :meth:`Topology.cables`; ``reactccl simulate --list-links`` prints
+    every link with its cable. The rate must be > 0 and at most the link's capacity.
 
     Returns:
         ``{link_id: bit/s}`` for :meth:`Topology.degraded`.
 
     Raises:
-        BackgroundError: naming the bad field.
+        BackgroundError: naming the bad field, an unknown id, or a rate above a link's capacity.
     """
     text = str(spec).strip()
     parts = text.split(":")
@@ -272,17 +320,19 @@ def parse_degrade(spec: str, topology: Topology, seed: int = 0) -> dict[int, flo
                 if f not in kv:
                     raise BackgroundError(f"{text!r}: missing field {f!r} (e.g. random:k=2:rate=30G)")
             return random_degrade(topology, _int(kv["k"], "k", text), parse_rate(kv["rate"]), seed)
-        kv = _kv([p.replace(",", ";") if p.lower().startswith("link=") else p for p in parts], text,
-                 {"link", "rate"})
-        if "link" not in kv or "rate" not in kv:
-            raise BackgroundError(f"{text!r}: expected random:k=K:rate=R or link=ID:rate=R")
-        rate = parse_rate(kv["rate"])
-        out = {}
-        for item in kv["link"].split(";"):
-            lid = _int(item, "link", text)
-            if not 0 <= lid < topology.num_links:
-                raise BackgroundError(f"{text!r}: field 'link': id {lid} out of range 0..{topology.num_links - 1}")
-            out[lid] = rate
-        return out
+        kv = _kv([p.replace(",", ";") if p.lower().startswith(("link=", "cable=")) else p for p in parts], text,
+                 {"link", "cable", "rate"})
+        if ("link" in kv) == ("cable" in kv) or "rate" not in kv:
+            raise BackgroundError(f"{text!r}: expected random:k=K:rate=R, cable=ID:rate=R or link=ID:rate=R")
+        field = "link" if "link" in kv else "cable"
+        cables = topology.cables()
+        count = topology.num_links if field == "link" else len(cables)
+        links: list[int] = []
+        for item in kv[field].split(";"):
+            i = _int(item, field, text)
+            if not 0 <= i < count:
+                raise BackgroundError(f"{text!r}: field {field!r}: id {i} out of range 0..{count - 1}")
+            links += [i] if field == "link" else [l for l in cables[i].tolist() if l >= 0]
+        return _degrade(topology, links, parse_rate(kv["rate"]), repr(text))
     except (UnitError, TopologyError) as exc:
         raise BackgroundError(f"{text!r}: {exc}") from None

@@ -13,6 +13,14 @@ pending finish events. A flow alone on its links gets its path's smallest
 capacity without any water-filling; larger components use the vectorised
 :func:`~reactccl.netsim.maxmin.max_min_rates`. Per-flow state lives in Python
 lists (scalar access is several times faster than numpy item access).
+
+Guards: a run can never go on without end or grow memory without bound. It
+stops with :class:`SimulationError` once it has handled more than
+``max_events`` events (default ``MAX_EVENTS_BASE + MAX_EVENTS_PER_FLOW`` per flow
+added before the run: 20 million plus 100 per flow, far above the ~3 events per
+flow a run needs), or once one periodic source has more than ``max_backlog``
+bursts (default :data:`MAX_BACKLOG` = 1000) still sending at once -- its offered
+rate exceeds the rate the network gives it, so its backlog would only grow.
 """
 
 from __future__ import annotations
@@ -25,7 +33,11 @@ import numpy as np
 
 from .maxmin import max_min_rates
 
-__all__ = ["FluidEngine", "SimulationError"]
+__all__ = ["FluidEngine", "SimulationError", "MAX_EVENTS_BASE", "MAX_EVENTS_PER_FLOW", "MAX_BACKLOG"]
+
+MAX_EVENTS_BASE = 20_000_000
+MAX_EVENTS_PER_FLOW = 100
+MAX_BACKLOG = 1000
 
 _SEND_DONE, _ARRIVE, _RELEASE, _PERIODIC = 0, 1, 2, 3
 _TIME_TOL = 1e-12
@@ -33,7 +45,8 @@ _RATE_TOL = 1e-12
 
 
 class SimulationError(RuntimeError):
-    """The simulation cannot finish (e.g. a flow waits on a dependency that never arrives)."""
+    """The simulation cannot finish (e.g. a flow waits on a dependency that never arrives), or it hit
+    a guard (too many events, a periodic source whose backlog keeps growing)."""
 
 
 class FluidEngine:
@@ -41,13 +54,25 @@ class FluidEngine:
 
     Args:
         capacity: link capacities in bit/s, shape ``(L,)``.
+        max_events: stop with :class:`SimulationError` after this many events (``None``:
+            ``MAX_EVENTS_BASE + MAX_EVENTS_PER_FLOW x`` flows added before :meth:`run`).
+        max_backlog: most bursts of one periodic source (or carried over from an earlier
+            epoch via :meth:`add_burst`) that may be sending at once.
+
+    Raises:
+        ValueError: ``max_events`` or ``max_backlog`` not an integer >= 1.
 
     Use :meth:`add_flows` (and :meth:`add_periodic` for on/off sources), then :meth:`run`.
     After the run, ``start``, ``send_end`` and ``end`` hold per-flow times (``nan`` if
     not reached) and :meth:`unfinished` lists flows still sending with their bytes left.
     """
 
-    def __init__(self, capacity: np.ndarray) -> None:
+    def __init__(self, capacity: np.ndarray, max_events: int | None = None, max_backlog: int = MAX_BACKLOG) -> None:
+        for name, v in (("max_events", max_events), ("max_backlog", max_backlog)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+                raise ValueError(f"FluidEngine: {name} must be an integer >= 1, got {v!r}")
+        self.max_events = None if max_events is None else int(max_events)
+        self.max_backlog = int(max_backlog)
         self.cap = np.asarray(capacity, dtype=np.float64)
         self.cap_list = self.cap.tolist()
         self.link_flows: list[set[int]] = [set() for _ in range(len(self.cap))]
@@ -67,6 +92,7 @@ class FluidEngine:
         self.periodic: list[tuple[tuple[int, ...], float, float, float]] = []
         self.next_periodic: list[float] = []
         self.origin: dict[int, int] = {}  # flow id -> periodic source that emitted it
+        self.inflight: list[int] = []  # per periodic source: its bursts still sending
         self.heap: list[tuple[float, int, int, int]] = []
         self.pending = 0  # watched flows not yet arrived
         self.time = 0.0
@@ -125,21 +151,56 @@ class FluidEngine:
         """A source that starts a new flow of ``nbytes`` every ``period`` seconds from time ``first``."""
         if len(path) == 0:
             raise SimulationError("periodic flow: empty path")
+        if not (float(nbytes) > 0 and float(period) > 0):
+            raise SimulationError(f"periodic flow: nbytes and period must be > 0, got {nbytes!r}, {period!r}")
         idx = len(self.periodic)
         self.periodic.append((tuple(path), float(nbytes), float(latency), float(period)))
         self.next_periodic.append(float(first))
+        self.inflight.append(0)
         heapq.heappush(self.heap, (float(first), _PERIODIC, idx, 0))
+
+    def add_burst(self, source: int, path: Sequence[int], nbytes: float, latency: float) -> int:
+        """A burst of periodic source ``source`` left over from an earlier epoch: starts at time 0 with
+        ``nbytes`` left and counts toward that source's backlog. Returns its flow id.
+
+        Raises:
+            SimulationError: unknown source or the source's backlog is over ``max_backlog``.
+        """
+        if not 0 <= source < len(self.periodic):
+            raise SimulationError(f"burst: no periodic source {source} (have {len(self.periodic)})")
+        fid = self.add_flows([path], [nbytes], [latency], [0], [()], [0.0], False)
+        self._count_burst(source, fid)
+        return fid
+
+    def _count_burst(self, source: int, fid: int) -> None:
+        self.origin[fid] = source
+        self.inflight[source] += 1
+        if self.inflight[source] > self.max_backlog:
+            path, nbytes, _, period = self.periodic[source]
+            raise SimulationError(
+                f"periodic source {source} (links {list(path)}): backlog grew to {self.inflight[source]} bursts "
+                f"still sending at t={self.time:.6g} s (max_backlog={self.max_backlog}); it offers "
+                f"{nbytes * 8 / period / 1e9:.4g} Gbps but gets less, so its backlog never drains")
 
     # -------------------------------------------------------------------- run
     def run(self) -> float:
         """Advance until every watched flow has arrived; returns that time (s).
 
         Raises:
-            SimulationError: events run out while watched flows are still pending.
+            SimulationError: events run out while watched flows are still pending; more than
+                ``max_events`` events; a periodic source over ``max_backlog`` bursts in flight.
         """
         heap = self.heap
         pop = heapq.heappop
+        max_events = self.max_events
+        if max_events is None:
+            max_events = self.events + MAX_EVENTS_BASE + MAX_EVENTS_PER_FLOW * len(self.paths)
         while self.pending > 0:
+            if self.events > max_events:
+                raise SimulationError(
+                    f"event count grew past max_events={max_events} at t={self.time:.6g} s with {self.pending} "
+                    f"watched flows pending and {len(self.paths)} flows in all (periodic sources emitted "
+                    f"{len(self.origin)}); the run would not end in reasonable time")
             if not heap:
                 waiting = [i for i, w in enumerate(self.watched) if w and self.end[i] != self.end[i]]
                 raise SimulationError(f"{len(waiting)} flows can never finish (first: flow {waiting[0]}); "
@@ -156,6 +217,9 @@ class FluidEngine:
                     if ver != self.version[i]:
                         continue
                     stopped.append(i)
+                    src = self.origin.get(i)
+                    if src is not None:
+                        self.inflight[src] -= 1
                     self.send_end[i] = t
                     self.rem[i] = 0.0
                     heapq.heappush(heap, (t + self.latency[i], _ARRIVE, i, 0))
@@ -172,7 +236,8 @@ class FluidEngine:
                 else:  # periodic source i emits a flow
                     path, nbytes, lat, period = self.periodic[i]
                     fid = self.add_flows([path], [nbytes], [lat], [1], [()], [float("inf")], False)
-                    self.origin[fid] = i
+                    self.time = t
+                    self._count_burst(i, fid)
                     started.append(fid)
                     self.next_periodic[i] = t + period
                     heapq.heappush(heap, (t + period, _PERIODIC, i, 0))

@@ -20,8 +20,8 @@ import numpy as np
 from ..pattern import CollectivePattern
 from ..topology import Topology
 from ..trace import EpochTrace
-from .background import Background, Bulk, parse_background, parse_degrade, resolve_background
-from .engine import FluidEngine
+from .background import Background, Bulk, bulk_path, parse_background, parse_degrade, resolve_background
+from .engine import MAX_BACKLOG, FluidEngine
 
 __all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates"]
 
@@ -33,6 +33,17 @@ class Job:
     pattern: CollectivePattern
     placement: np.ndarray
     message_bytes: float
+
+
+def _check_message(value, where: str) -> float:
+    """``value`` as a float message size in bytes; ValueError naming ``where`` unless finite and > 0."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: expected a number of bytes, got {value!r}") from None
+    if not (np.isfinite(v) and v > 0):
+        raise ValueError(f"{where}: must be a finite number of bytes > 0, got {value!r}")
+    return v
 
 
 def _hosts(topology: Topology, placement) -> np.ndarray:
@@ -87,6 +98,9 @@ class SimulatedNetwork:
             (``"random:k=2:rate=30G"``, ``"link=12:rate=30G"``, one string or a list).
         ecmp_ports: ports per flow K (REACT §7.3 uses 4); 1 = fixed paths.
         seed: seeds port draws (``default_rng([seed, epoch, job])``) and background choices.
+        max_backlog: most bursts of one bulk source that may be sending at once (see
+            :class:`~reactccl.netsim.engine.FluidEngine`); more raises SimulationError.
+        max_events: events allowed per epoch (``None``: the engine's generous default).
 
     Raises:
         ValueError: ecmp_ports < 1; errors of :func:`resolve_background` and ``degraded``.
@@ -94,7 +108,8 @@ class SimulatedNetwork:
 
     def __init__(self, topology: Topology, background: Sequence[Background | str] = (),
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None, ecmp_ports: int = 4,
-                 seed: int = 0, reference_placement: np.ndarray | None = None) -> None:
+                 seed: int = 0, reference_placement: np.ndarray | None = None,
+                 max_backlog: int = MAX_BACKLOG, max_events: int | None = None) -> None:
         if isinstance(ecmp_ports, bool) or not isinstance(ecmp_ports, (int, np.integer)) or ecmp_ports < 1:
             raise ValueError(f"ecmp_ports: expected an integer >= 1, got {ecmp_ports!r}")
         self.degrade = degrade_rates(topology, degrade, seed)
@@ -110,6 +125,8 @@ class SimulatedNetwork:
         self._carry: list[tuple[int, float]] = []  # (bulk source, bytes left) still sending
         self._paths_cache: tuple | None = None
         self.last_stats: dict[str, float] = {}
+        self.max_backlog, self.max_events = max_backlog, max_events
+        FluidEngine(np.ones(1), max_events, max_backlog)  # checks both limits now
 
     def _background(self, placement: np.ndarray):
         if self._resolved is None:
@@ -134,12 +151,12 @@ class SimulatedNetwork:
         whole run (an external connection does not change ports)."""
         if self._paths_cache is None or self._paths_cache[0] is not self._resolved:
             ll = [self.topology.ecmp_path(s, d, (-1, i, 0)) for i, (s, d) in enumerate(self.long_lived)]
-            bk = [self.topology.ecmp_path(b.src, b.dst, (-2, i, 0)) for i, b in enumerate(self.bulks)]
+            bk = [bulk_path(self.topology, b, i) for i, b in enumerate(self.bulks)]
             self._paths_cache = (self._resolved, ll, bk)
         return list(self._paths_cache[1])
 
     def bulk_paths(self) -> list[np.ndarray]:
-        """Link ids of each resolved bulk source: ECMP with key ``(-2, i, 0)``."""
+        """Link ids of each resolved bulk source (:func:`~reactccl.netsim.background.bulk_path`)."""
         self.background_paths()
         return list(self._paths_cache[2])
 
@@ -153,8 +170,10 @@ class SimulatedNetwork:
             ValueError: a placement of the wrong length or with repeated hosts.
             SimulationError: a job that cannot finish.
         """
-        jobs = [Job(j.pattern, _hosts(self.topology, j.placement), float(j.message_bytes)) if isinstance(j, Job)
-                else Job(j[0], _hosts(self.topology, j[1]), float(j[2])) for j in jobs]
+        jobs = [j if isinstance(j, Job) else Job(*j) for j in jobs]
+        jobs = [Job(j.pattern, _hosts(self.topology, j.placement), _check_message(j.message_bytes,
+                                                                                  f"job {k}: message_bytes"))
+                for k, j in enumerate(jobs)]
         if not jobs:
             raise ValueError("run_jobs: no jobs")
         for k, j in enumerate(jobs):
@@ -163,11 +182,9 @@ class SimulatedNetwork:
                                  f"{j.pattern.num_ranks} ranks")
             if len(np.unique(j.placement)) != len(j.placement):
                 raise ValueError(f"job {k}: placement repeats a host")
-            if not j.message_bytes > 0:
-                raise ValueError(f"job {k}: message_bytes must be > 0, got {j.message_bytes}")
         topo = self.topology
         long_lived, bulks = self._background(jobs[0].placement)
-        eng = FluidEngine(topo.capacity)
+        eng = FluidEngine(topo.capacity, self.max_events, self.max_backlog)
         per_job = []
         for k, job in enumerate(jobs):
             F = job.pattern.num_flows
@@ -187,11 +204,9 @@ class SimulatedNetwork:
             path = bulk_paths[i]
             eng.add_periodic(path.tolist(), b.nbytes, topo.path_latency(path), self._bulk_next[i] - self.clock,
                              b.period)
-        carry_first = len(eng.paths)
         for src_idx, left in self._carry:
             path = bulk_paths[src_idx]
-            eng.add_flows([path.tolist()], [left], [topo.path_latency(path)], [0], [()], [0.0], False)
-        carry_ids = [src for src, _ in self._carry]
+            eng.add_burst(src_idx, path.tolist(), left, topo.path_latency(path))
         eng.run()
         traces = []
         for k, (job, (offset, F, ports, ptr, links, nbytes)) in enumerate(zip(jobs, per_job)):
@@ -206,16 +221,15 @@ class SimulatedNetwork:
                       "ecmp_ports": self.ecmp_ports, "placement": job.placement,
                       "src_host": job.placement[job.pattern.src], "dst_host": job.placement[job.pattern.dst],
                       "topology": topo.name, "events": eng.events, "batches": eng.batches}))
-        self._save_bursts(eng, carry_first, carry_ids)
+        self._save_bursts(eng)
         self.last_stats = {"events": eng.events, "batches": eng.batches, "flows": len(eng.paths)}
         self.clock += eng.time
         self.epoch += 1
         return traces
 
-    def _save_bursts(self, eng: FluidEngine, carry_first: int, carry_ids: list[int]) -> None:
+    def _save_bursts(self, eng: FluidEngine) -> None:
         """Remember bulk bursts still sending and each source's next burst time (global clock)."""
-        source_of = dict(eng.origin)
-        source_of.update({carry_first + j: s for j, s in enumerate(carry_ids)})
+        source_of = eng.origin
         self._carry = [(source_of[i], left) for i, left in eng.unfinished() if i in source_of]
         self._bulk_next = [self.clock + t for t in eng.next_periodic]
 
@@ -226,8 +240,11 @@ class SimulatedCluster:
     Args:
         topology: the network.
         placement: host (id or name) of each rank, shape ``(N,)`` (see :func:`reactccl.topology.placement`).
-        message_bytes: the collective's message size S in bytes.
+        message_bytes: the collective's message size S in bytes (finite, > 0).
         background, degrade, ecmp_ports, seed: as :class:`SimulatedNetwork`.
+
+    Raises:
+        ValueError: ``message_bytes`` not a finite number > 0; errors of :class:`SimulatedNetwork`.
     """
 
     def __init__(self, topology: Topology, placement: Sequence[int] | np.ndarray, message_bytes: float,
@@ -235,7 +252,7 @@ class SimulatedCluster:
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None,
                  ecmp_ports: int = 4, seed: int = 0) -> None:
         self.placement = _hosts(topology, placement)
-        self.message_bytes = float(message_bytes)
+        self.message_bytes = _check_message(message_bytes, "message_bytes")
         self.network = SimulatedNetwork(topology, background, degrade, ecmp_ports, seed,
                                         reference_placement=self.placement)
 

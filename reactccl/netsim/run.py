@@ -76,7 +76,12 @@ class SimulationResult:
                 "algbw_Bps": float(self.algbw.mean()), "busbw_Bps": float(self.busbw.mean())}
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready document (schema ``reactccl.simulate/1``)."""
+        """A JSON-ready document (schema ``reactccl.simulate/1``); an undefined bandwidth (``nan``, an
+        empty collective) is written as ``null``."""
+        def nums(a) -> list:
+            return [None if x != x else x for x in np.asarray(a, dtype=np.float64).tolist()]
+
+        stats = {k: (None if v != v else v) for k, v in self.stats().items()}
         return {
             "schema": "reactccl.simulate/1",
             "algorithm": self.algorithm, "collective": self.collective, "ranks": self.num_ranks,
@@ -84,9 +89,9 @@ class SimulationResult:
             "message_bytes": self.message_bytes, "placement": self.placement.tolist(), "seed": self.seed,
             "ecmp_ports": self.ecmp_ports, "epochs": self.epochs,
             "background": [list(p) for p in self.background], "bulk": self.bulk, "degraded": self.degraded,
-            "stats": self.stats(),
-            "durations_s": self.durations.tolist(), "algbw_Bps": self.algbw.tolist(),
-            "busbw_Bps": self.busbw.tolist(), "slowest": self.slowest,
+            "stats": stats,
+            "durations_s": self.durations.tolist(), "algbw_Bps": nums(self.algbw),
+            "busbw_Bps": nums(self.busbw), "slowest": self.slowest,
             "wall_s": self.wall_s, "events": self.events,
         }
 

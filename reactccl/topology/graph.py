@@ -279,7 +279,8 @@ class Topology:
         Routing (fewest hops) is unchanged, so the path cache is shared.
 
         Raises:
-            TopologyError: unknown link id or a capacity that is not > 0.
+            TopologyError: unknown link id, or a capacity that is not > 0 or is above the
+                link's own (a degrade never raises a capacity).
         """
         out = copy.copy(self)
         cap = self.capacity.copy()
@@ -288,6 +289,9 @@ class Topology:
                 raise TopologyError(f"degraded: link id {lid!r} out of range 0..{self.num_links - 1}")
             if not float(rate) > 0:
                 raise TopologyError(f"degraded: link {lid} capacity must be > 0 bit/s, got {rate!r}")
+            if float(rate) > self.capacity[int(lid)]:
+                raise TopologyError(f"degraded: link {lid} ({self.describe_link(int(lid))}) capacity "
+                                    f"{float(rate):g} bit/s is above its own {self.capacity[int(lid)]:g} bit/s")
             cap[int(lid)] = float(rate)
         cap.flags.writeable = False
         out.capacity = cap
@@ -297,6 +301,18 @@ class Topology:
         if rates:
             out.name = f"{self.name} (degraded {len(rates)} links)"
         return out
+
+    def link_rows(self) -> list[dict]:
+        """Every directed link as a dict: ``link`` id, ``cable`` id (row of :meth:`cables`),
+        ``src``/``dst`` node names, ``capacity`` (bit/s), ``latency`` (s); in link-id order."""
+        cable_of = np.full(self.num_links, -1, dtype=np.int64)
+        for c, pair in enumerate(self.cables().tolist()):
+            for l in pair:
+                if l >= 0:
+                    cable_of[l] = c
+        return [{"link": l, "cable": int(cable_of[l]), "src": self.nodes[self.link_src[l]],
+                 "dst": self.nodes[self.link_dst[l]], "capacity": float(self.capacity[l]),
+                 "latency": float(self.latency[l])} for l in range(self.num_links)]
 
     def describe_link(self, lid: int) -> str:
         """``"u->v"`` for link ``lid``."""
