@@ -119,11 +119,31 @@ def test_spine_leaf_star():
     assert d.max_load[0] == pytest.approx(31 / 32)
 
 
+@pytest.mark.parametrize("leaves, q", [(4, 4), (8, 4), (3, 5)])
+def test_spine_leaf_q_is_the_uplink_bound(leaves, q):
+    # a host's one uplink must carry 2(p-1)/p of N; the star meets it in 2 rounds, the relay
+    # tree in 4 with fewer spine hops, Bucket in more rounds: Θ differs, Q does not
+    p = leaves * q
+    geom = SpineLeafGeometry(q, leaves)
+    star = deficiency(generate("sp-spineleaf", p, q=q), geom)
+    relay = deficiency(generate("sp-spineleaf", p, q=q, tree="relay"), geom)
+    assert star.rounds == 2 and relay.rounds == 4
+    assert star.q == pytest.approx(2 * (p - 1) / p) and relay.q == pytest.approx(2 * (p - 1) / p)
+    # star: q-1 hosts 2 hops away, p-q 4 hops; relay: leaves-1 edges of 4 hops, the rest 2
+    assert star.theta == pytest.approx((2 * (q - 1) + 4 * (p - q)) / (p - 1))
+    assert relay.theta == pytest.approx((4 * (leaves - 1) + 2 * (p - leaves)) / (p - 1))
+    assert star.psi * star.theta * star.omega == pytest.approx(star.q * geom.num_links / (2 * (p - 1)))
+    bucket = deficiency(generate("bucket", p, shape=(leaves, q)), geom)
+    assert bucket.q == pytest.approx(star.q) and bucket.rounds > star.rounds
+
+
 def test_errors():
     with pytest.raises(PatternError, match="not an equal-sided"):
         generate("sp-allreduce", 10)
     with pytest.raises(PatternError, match="q"):
         generate("sp-spineleaf", 10, q=3)
+    with pytest.raises(PatternError, match="tree"):
+        generate("sp-spineleaf", 16, q=4, tree="ring")
 
 
 def test_structural_checks_agree_with_verify():
