@@ -7,7 +7,9 @@ pick hosts relative to a job's placement and are resolved with a seeded rng:
 :class:`IntoRanks` / :class:`OutOfRanks` (p flows between an outside host and
 each chosen rank) and :class:`RandomPairs` (x random (rank, outside host) pairs
 with p flows each, §7.3.1). :func:`parse_background` and :func:`parse_degrade`
-read the command-line forms.
+read the command-line forms. A bulk source must offer less than its path can carry
+(``bytes*8/period`` below the smallest capacity) and a degrade may only lower a link's
+capacity; both are checked with errors naming the spec.
 """
 
 from __future__ import annotations
@@ -207,7 +209,7 @@ def _int(value: str, field: str, spec: str) -> int:
 
 
 def _host(value: str, placement: np.ndarray | None, spec: str, field: str) -> HostRef:
-    """``h20`` (host name), ``20`` (host id) or ``r3`` (the host of job rank 3)."""
+    """``h12`` (host name), ``12`` (host id) or ``r3`` (the host of job rank 3)."""
     v = value.strip()
     if v[:1].lower() == "r" and v[1:].isdigit():
         r = int(v[1:])
@@ -223,7 +225,8 @@ def parse_background(spec: str, placement: np.ndarray | None = None) -> Backgrou
     Forms: ``into:3:p=2`` (p flows into rank 3; ``into:3,5:p=1`` for several ranks),
     ``out:3:p=1``, ``pairs:x=4:p=2[:dir=in]``, ``flow:src=h16,dst=r3[,count=2]``
     (long-lived between hosts; ``rN`` = the host of rank N),
-    ``bulk:src=h20,dst=h3,bytes=50MB,period=2ms[,phase=0.5ms]``.
+    ``bulk:src=h12,dst=h3,bytes=5MB,period=2ms[,phase=0.5ms]`` (5 MB every 2 ms offers 20 Gbps; at
+    resolve time the offered rate must be below the path's smallest capacity).
 
     Raises:
         BackgroundError: naming the bad kind or field.

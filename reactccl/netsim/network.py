@@ -95,7 +95,8 @@ class SimulatedNetwork:
             rank-relative ones are resolved against ``reference_placement`` (default: the
             first job's placement at the first epoch).
         degrade: ``{link_id: bit/s}`` capacities to lower, or degrade specs as text
-            (``"random:k=2:rate=30G"``, ``"link=12:rate=30G"``, one string or a list).
+            (``"random:k=2:rate=30G"`` and ``"cable=5:rate=30G"`` both directions,
+            ``"link=12:rate=30G"`` one direction; one string or a list).
         ecmp_ports: ports per flow K (REACT §7.3 uses 4); 1 = fixed paths.
         seed: seeds port draws (``default_rng([seed, epoch, job])``) and background choices.
         max_backlog: most bursts of one bulk source that may be sending at once (see
