@@ -66,9 +66,19 @@ def test_swing_b_theta_8x8():
     assert d.omega == pytest.approx(1)
 
 
+@pytest.mark.parametrize("shape", [(3, 3), (5, 5), (7, 4), (3, 3, 3), (9, 9)])
+def test_swing_b_odd_sides_direct_exchange(shape):
+    # odd n: Swing on n-1 coordinates plus one direct-exchange step of the last coordinate
+    pat, d = metrics("swing-b", shape)  # metrics() verifies exactly
+    assert pat.num_steps == 2 * sum(int(np.ceil(np.log2(n - 1))) + 1 if n % 2 else int(np.log2(n)) for n in shape)
+    assert d.psi == pytest.approx(1)
+    if set(shape) == {3}:
+        assert d.theta == pytest.approx(1)  # on a ring of 3 every pair is adjacent
+
+
 def test_swing_refuses_odd():
     with pytest.raises(PatternError, match="odd sides"):
-        generate("swing-b", 25)
+        generate("swing-l", 25)
     with pytest.raises(PatternError, match="power of two"):
         generate("swing-l", 36)
 
@@ -124,3 +134,8 @@ def test_ring_and_rd():
 def test_baselines_on_hyperx_one_hop():
     pat, d = metrics("swing-b", (8, 8), geom=HyperXGeometry((8, 8)))
     assert d.theta == pytest.approx(1)
+
+
+def test_torus_ring_refuses_3d():
+    with pytest.raises(PatternError, match="2-D tori only"):
+        generate("torus-ring", 64, shape=(4, 4, 4))

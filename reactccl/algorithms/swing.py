@@ -10,8 +10,13 @@ dimension of size n gets ceil(log2 n) steps.
 * ``swing-b`` (bandwidth-optimal): reduce-scatter with the in-trees of
   :func:`~.torus_common.reach_intrees` (r sends to its peer q the blocks q is responsible
   for, each block at the latest step it qualifies), allgather mirrored. 2·Σ log2 n steps,
-  Ψ = 1. Exact for every even side (a block is never sent twice); odd sides are refused
-  (the Swing paper handles odd p with an extra rank exchanging directly, not reproduced).
+  Ψ = 1. Exact for every even side (a block is never sent twice). Odd side n (BASELINES.md
+  "odd p", less certain in the sources): coordinates 0..n-2 run Swing on a ring of n-1
+  (ρ mod n-1, routed on the real torus) while the last coordinate idles; the dimension's
+  last step is a direct exchange in which the last coordinate gets the block partials it
+  owns from, and sends each other block to, its owner — ceil(log2(n-1)) + 1 steps per
+  dimension, still Ψ = 1 and verified exactly (3x3 ... 11x11, 7x4, 3x3x3), but the direct
+  step is multi-hop and unbalanced (measured Ω: 5x5 1.72, 7x7 2.64, 9x9 2.16, 3x3 2.5).
 * ``swing-l`` (latency-optimal): the whole part is exchanged and added every step,
   Σ log2 n steps; exact only when every side is a power of two (otherwise refused).
 
@@ -43,27 +48,54 @@ def _steps(n: int) -> int:
     return int(np.ceil(np.log2(n))) if n > 1 else 0
 
 
-def swing_peers(geom: TorusGeometry, collective: int) -> list[np.ndarray]:
+def _dim_steps(n: int, odd: bool) -> int:
+    """Steps of one dimension of size n: ceil(log2 n); for odd n (swing-b) Swing on n-1
+    coordinates plus one direct-exchange step of the last coordinate."""
+    return _steps(n - 1) + 1 if odd and n % 2 else _steps(n)
+
+
+def swing_peers(geom: TorusGeometry, collective: int, odd: bool = False) -> list[np.ndarray]:
     """Peer of every node at every step of Swing collective ``collective`` (0..2d-1),
-    a list of arrays of shape ``(1, p)``."""
+    a list of arrays of shape ``(k, p)`` (k = 1, or n-1 at a direct-exchange step).
+
+    ``odd=True`` (swing-b on a torus with odd sides): in a dimension of odd size n the
+    coordinates 0..n-2 run Swing on a ring of n-1 (ρ mod n-1) while the last coordinate
+    idles (its own peer); the dimension's last step is the direct exchange: the last
+    coordinate has the n-1 others of its line as peers, each of them has the last one.
+    """
     d = geom.d
     sign = 1 if collective < d else -1
-    walk = dimension_walk([_steps(n) for n in geom.shape], collective % d)
+    walk = dimension_walk([_dim_steps(n, odd) for n in geom.shape], collective % d)
     c = geom.coords()
+    nodes = np.arange(geom.num_nodes)
     out = []
     for k, sigma in walk:
+        n = geom.shape[k]
+        extra = odd and n % 2 == 1
+        m = n - 1 if extra else n
+        if extra and sigma == _dim_steps(n, odd) - 1:  # direct exchange with the last coordinate
+            rows = []
+            for j in range(n - 1):
+                cc = c.copy()
+                cc[:, k] = np.where(c[:, k] == n - 1, j, n - 1)
+                rows.append(geom.node(cc))
+            out.append(np.stack(rows))
+            continue
         cc = c.copy()
         par = np.where(c[:, k] % 2 == 0, 1, -1)
-        cc[:, k] += par * sign * rho(sigma)
-        out.append(geom.node(cc)[None, :])
+        cc[:, k] = (c[:, k] + par * sign * rho(sigma)) % m
+        peer = geom.node(cc)
+        if extra:
+            peer = np.where(c[:, k] == n - 1, nodes, peer)
+        out.append(peer[None, :])
     return out
 
 
-def _geometry(num_ranks, shape, dims, what) -> TorusGeometry:
+def _geometry(num_ranks, shape, dims, what, odd_ok=False) -> TorusGeometry:
     shp = parse_shape(num_ranks, shape, dims)
-    if any(n % 2 for n in shp):
-        raise PatternError(f"{what}: odd sides are not supported (got {shp}); the Swing paper's odd-p "
-                           f"scheme (an extra rank exchanging directly) is not reproduced here")
+    if not odd_ok and any(n % 2 for n in shp):
+        raise PatternError(f"{what}: odd sides are not supported (got {shp}); use swing-b, which handles them "
+                           f"with the odd-p direct exchange")
     return TorusGeometry(shp)
 
 
@@ -74,8 +106,8 @@ def swing_b(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2) -
     Raises:
         PatternError: no such torus, or an odd side.
     """
-    geom = _geometry(num_ranks, shape, dims, "swing-b")
-    return peer_instances_allreduce(num_ranks, geom, [swing_peers(geom, k) for k in range(2 * geom.d)],
+    geom = _geometry(num_ranks, shape, dims, "swing-b", odd_ok=True)
+    return peer_instances_allreduce(num_ranks, geom, [swing_peers(geom, k, odd=True) for k in range(2 * geom.d)],
                                     name=f"swing-b {'x'.join(map(str, geom.shape))}")
 
 

@@ -75,9 +75,11 @@ def torus_ring(num_ranks: int, shape: Sequence[int] | None = None) -> Collective
     cycle (:func:`hamiltonian_cycle`) both ways on half the message each (Ω = 2).
 
     Raises:
-        PatternError: see :func:`hamiltonian_cycle`.
+        PatternError: not a 2-D torus; see :func:`hamiltonian_cycle`.
     """
     shp = parse_shape(num_ranks, shape, 2)
+    if len(shp) != 2:
+        raise PatternError(f"torus-ring: Hamiltonian cycles are built for 2-D tori only, got {shp}")
     TorusGeometry(shp)
     cycles = list(disjoint_cycles(shp[0])) if shp[0] == shp[1] else [hamiltonian_cycle(shp)]
     ring = generate("ring", num_ranks, check=False)

@@ -258,7 +258,8 @@ def reach_intrees(peers: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     any peer sequence whose reach covers every node (so Ψ = 1).
 
     Args:
-        peers: one array per step, shape ``(k_t, p)`` (k_t peers per node at step t).
+        peers: one array per step, shape ``(k_t, p)`` (k_t peers per node at step t; a
+            node listed as its own peer idles in that step, a repeated peer is used once).
 
     Returns:
         ``(parent, send_step)``, each shape ``(p blocks, p nodes)``; parent -1 at the owner.
@@ -271,13 +272,14 @@ def reach_intrees(peers: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     S = len(peers)
     p = peers[0].shape[1]
     eye = np.eye(p, dtype=bool)
+    nodes = np.arange(p)
     M = [None] * S  # M[t][q, b]: b in {q} ∪ reach(q, t+1)
     R = np.zeros((p, p), dtype=bool)  # reach(x, t+1)
     for t in range(S - 1, -1, -1):
         M[t] = R | eye
         newR = R.copy()
         for q in np.atleast_2d(peers[t]):
-            newR |= M[t][q]
+            newR |= M[t][q] & (q != nodes)[:, None]  # a node that is its own peer idles
         R = newR
     if not (R | eye).all():
         r, b = np.argwhere(~(R | eye))[0]
@@ -287,7 +289,7 @@ def reach_intrees(peers: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     for t in range(S):
         chosen = np.zeros((p, p), dtype=bool)
         for q in np.atleast_2d(peers[t]):
-            hit = M[t][q] & ~chosen  # (node r, block b)
+            hit = M[t][q] & ~chosen & (q != nodes)[:, None]  # (node r, block b)
             chosen |= hit
             rr, bb = np.nonzero(hit)
             parent[rr, bb] = q[rr]

@@ -149,7 +149,7 @@ def _ksp(args) -> int:
 
 def _goodput(args) -> int:
     from ..experiments.sp_figures import run_experiment
-    kw = dict(engine=args.engine)
+    kw = dict(engine=args.engine, quick=args.quick)
     if args.sizes:
         kw["sizes"] = [int(parse_size(s)) for s in args.sizes.split(",")]
     if args.sides:
@@ -213,5 +213,6 @@ def add_parser(subparsers) -> None:
     g.add_argument("--alpha", help="per-round overhead for the model engine, e.g. 1us (default 0)")
     g.add_argument("--families", help="sp-rect/sp-hyperx/sp-spineleaf: families to run, e.g. SP,Bucket,Swing")
     g.add_argument("--ks", help="k-SP depth bounds to try, e.g. 1,2,3,5,8 (default 1..H)")
+    g.add_argument("--quick", action="store_true", help="small configuration (tiny fabric, 3 sizes; seconds)")
     g.add_argument("--out", default="results/sp", help="output folder for JSON and PNG (default results/sp)")
     g.set_defaults(func=_run, sp_func=_goodput)
