@@ -351,3 +351,9 @@ def test_nccl_on_cuda_tensors_same_code_path():
         for label, ok, fct_min in res:
             assert ok, label
             assert fct_min >= 0, label
+
+
+def test_local_run_error_is_exported():
+    import reactccl.runtime as runtime
+    from reactccl.runtime.local import LocalRunError
+    assert runtime.LocalRunError is LocalRunError and "LocalRunError" in runtime.__all__

@@ -17,11 +17,12 @@ from .records import LocalRecord, assemble_trace, merge_traces
 
 __all__ = ["LocalOp", "LocalPlan", "LocalRecord", "RCollective", "RTuner", "FlowTimeoutError",
            "MismatchError", "ControlPlaneError", "assemble_trace", "block_bounds", "chunk_bounds",
-           "local_plan", "merge_traces", "pattern_digest", "clock_offset", "run_local", "RealExecutor"]
+           "local_plan", "merge_traces", "pattern_digest", "clock_offset", "run_local", "LocalRunError",
+           "RealExecutor"]
 
 _LAZY = {"RCollective": "rcollective", "FlowTimeoutError": "rcollective", "MismatchError": "rcollective",
          "pattern_digest": "rcollective", "RTuner": "rtuner", "ControlPlaneError": "rtuner",
-         "clock_offset": "clock", "run_local": "local", "RealExecutor": "executor"}
+         "clock_offset": "clock", "run_local": "local", "LocalRunError": "local", "RealExecutor": "executor"}
 
 
 def __getattr__(name: str):

@@ -27,6 +27,8 @@ plane (RCollective's timeouts) then reports the dead peer. Two ranks
 can only disagree if an announcement reached some ranks and not others
 (the leader died mid-broadcast); RCollective's agreement check on the
 changed pattern then fails with an error instead of computing garbage.
+A failure while the job is ending (``close()`` began, the process group was
+destroyed, the interpreter is exiting) is not a fault: the thread stops quietly.
 
 Controller protocol (``reactccl.tuner.ReactController`` or anything alike):
 ``observe(trace: EpochTrace) -> decision | None``, where a decision is a
@@ -42,7 +44,9 @@ import datetime
 import logging
 import os
 import queue
+import sys
 import threading
+import time
 from dataclasses import dataclass
 
 import torch.distributed as dist
@@ -132,6 +136,7 @@ class RTuner:
         self._awaited = 0                                  # next round the training thread must see
         self._schedule: dict[int, Announcement] = {}       # epoch -> change (training thread only)
         self._cv = threading.Condition()
+        self._closing = False
         self._thread = threading.Thread(target=self._loop, name=f"rtuner-{rc.rank}", daemon=True)
         self._thread.start()
 
@@ -159,9 +164,40 @@ class RTuner:
         self._inbox.put((epoch, records))
 
     def close(self, timeout: float = 5.0) -> None:
-        """Stop the tuner thread (a round in progress finishes or times out)."""
+        """Stop the tuner thread (a round in progress finishes or times out), then destroy the
+        control group. Idempotent; a control-plane failure after this began is not reported."""
+        self._closing = True
         self._inbox.put(_STOP)
         self._thread.join(timeout)
+        if not self._thread.is_alive() and self._group_alive():
+            try:
+                dist.destroy_process_group(self.group)
+            except Exception as e:  # noqa: BLE001 - shutting down; nothing left to protect
+                log.debug("rank %d: destroying the control group failed: %r", self.rc.rank, e)
+
+    def _group_alive(self) -> bool:
+        """Whether the control group still exists (torch.distributed initialised and the group
+        not destroyed, e.g. by ``dist.destroy_process_group()`` at the end of a job)."""
+        if not dist.is_initialized():
+            return False
+        try:
+            dist.get_process_group_ranks(self.group)
+        except Exception:  # noqa: BLE001 - KeyError/ValueError/RuntimeError across torch versions
+            return False
+        return True
+
+    def _shutting_down(self, grace: float = 1.0) -> bool:
+        """After a control-plane error: whether the job is ending rather than failing (close()
+        began, the group or torch.distributed is gone, or the interpreter is exiting), waiting
+        up to ``grace`` seconds for that to show (a peer that destroyed its group first makes
+        our exchange fail a moment before our own training thread gets there)."""
+        end = time.monotonic() + grace
+        while True:
+            if self._closing or sys.is_finalizing() or not self._group_alive():
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.05)
 
     def _wait_round(self, k: int) -> Announcement | None:
         if self.frozen and k not in self._announced:
@@ -200,6 +236,12 @@ class RTuner:
                     return
                 k += 1
         except Exception as e:  # noqa: BLE001 - a control-plane failure must not stop training
+            if self._shutting_down():
+                log.debug("rank %d: control plane stopped in round %d at shutdown: %s", self.rc.rank, k, e)
+                with self._cv:
+                    self.frozen = self.frozen or f"stopped at shutdown in round {k}"
+                    self._cv.notify_all()
+                return
             with self._cv:
                 self._freeze(f"control plane failed in round {k}: {e}")
                 self._cv.notify_all()

@@ -15,6 +15,8 @@ Source: REACT §6 (RCollective, RTuner); the epoch/batch/delay defaults are §5.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 import torch.distributed as dist
 
@@ -67,6 +69,14 @@ class ReactAllReduce:
     Raises:
         ValueError: the pattern is not an AllReduce or does not fit the group.
         RuntimeError: torch.distributed is not initialised, or no controller is available.
+
+    Shutdown: :meth:`close` stops the tuner and waiter threads and destroys the
+    control group. Call it (on every rank) when the object is done with but the
+    process goes on, e.g. before creating another one or re-initialising
+    torch.distributed. Without it nothing goes wrong: the same happens when the
+    object is garbage-collected or the interpreter exits, and a tuner thread that
+    finds the process group destroyed under it (``dist.destroy_process_group()``
+    at the end of a job) stops silently.
     """
 
     def __init__(self, group=None, algorithm: str | CollectivePattern = "nccl-tree", react: bool = True, *,
@@ -95,6 +105,9 @@ class ReactAllReduce:
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
         self.epoch = 0
         self._records: list = []
+        # close() at garbage collection or interpreter exit (weakref.finalize runs atexit),
+        # so the tuner thread never outlives the process group unannounced.
+        self._finalizer = weakref.finalize(self, _shutdown, self.tuner, self.rc)
 
     @property
     def pattern(self) -> CollectivePattern:
@@ -129,7 +142,11 @@ class ReactAllReduce:
         return tensor
 
     def close(self) -> None:
-        """Stop the tuner thread and the waiter threads."""
-        if self.tuner is not None:
-            self.tuner.close()
-        self.rc.close()
+        """Stop the tuner thread and the waiter threads and destroy the control group (idempotent)."""
+        self._finalizer()
+
+
+def _shutdown(tuner: RTuner | None, rc: RCollective) -> None:
+    if tuner is not None:
+        tuner.close()
+    rc.close()
