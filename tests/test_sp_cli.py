@@ -70,3 +70,11 @@ def test_estimate_flows_matches_generators(name, shape):
         p *= v
     opts = {} if name == "ring" else {"shape": shape}
     assert estimate_flows(name, p, len(shape)) == generate(name, p, check=False, **opts).num_flows
+
+
+def test_ksp_and_metrics_memory_limit(capsys):
+    assert main(["sp", "ksp", "--fabric", "torus:64x64"]) == 2
+    assert "--max-memory" in capsys.readouterr().out
+    # 4x4 SP: 2d·2p(p-1) = 1920 flows x 140 B = 268800 B, over a 200 KB limit
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--max-memory", "200KB"]) == 2
+    assert "1.92e+03 flows" in capsys.readouterr().out

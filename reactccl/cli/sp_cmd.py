@@ -71,13 +71,13 @@ def estimate_flows(name: str, p: int, d: int) -> int:
     return table.get(name, 2 * d * full)
 
 
-def _size_guard(args, fab) -> None:
-    est = estimate_flows(args.algorithm, fab.num_nodes, 1 if fab.kind == "spineleaf" else len(fab.shape))
-    need, limit = est * BYTES_PER_FLOW, float(parse_size(args.max_memory))
+def _size_guard(name: str, fab, max_memory: str) -> None:
+    est = estimate_flows(name, fab.num_nodes, 1 if fab.kind == "spineleaf" else len(fab.shape))
+    need, limit = est * BYTES_PER_FLOW, float(parse_size(max_memory))
     if need > limit:
         raise PatternError(
-            f"{args.algorithm} on {fab.label} ({fab.num_nodes} nodes) would materialise about {est:.3g} flows, "
-            f"~{need / 2 ** 30:.3g} GiB (limit --max-memory {args.max_memory}). The metrics route every flow; for "
+            f"{name} on {fab.label} ({fab.num_nodes} nodes) would materialise about {est:.3g} flows, "
+            f"~{need / 2 ** 30:.3g} GiB (limit --max-memory {max_memory}). The metrics route every flow; for "
             "fabrics this large use the symmetry instead: reactccl.algorithms.sp_check.check_sp_symmetry "
             "(SP-allreduce loads from the base tree alone) or bench/bench_sp.py")
 
@@ -96,7 +96,7 @@ def _metrics(args) -> int:
     note = _fabric_note(args, fab)
     if note and not args.force:
         raise PatternError(note + " (--force computes it anyway)")
-    _size_guard(args, fab)
+    _size_guard(args.algorithm, fab, args.max_memory)
     size, rate = float(parse_size(args.size)), float(parse_rate(args.link_rate))
     alpha, hop = float(parse_time(args.alpha)), float(parse_time(args.hop_latency))
     if size <= 0 or rate <= 0 or alpha < 0 or hop < 0:
@@ -135,6 +135,7 @@ def _ksp(args) -> int:
     fab = _fabric(args.fabric)
     if fab.kind != "torus":
         raise PatternError("sp ksp: k-SP trees are built on tori (--fabric torus:NxN)")
+    _size_guard("k-sp-allreduce", fab, args.max_memory)
     geom = TorusGeometry(fab.shape)
     ks = [int(k) for k in args.ks.split(",")] if args.ks else list(range(1, geom.diameter + 1))
     print(f"k-SP-allreduce on {fab.label} (p = {geom.num_nodes}, H = {geom.diameter})")
@@ -201,6 +202,7 @@ def add_parser(subparsers) -> None:
     k = sub.add_parser("ksp", help="W(T), Θ, Ω and rounds of k-SP-allreduce for each k")
     k.add_argument("--fabric", default="torus:8x8", help="torus:NxN")
     k.add_argument("--ks", help="comma-separated k (default 1..H)")
+    k.add_argument("--max-memory", default="4GiB", help="refuse fabrics estimated above this (default 4GiB)")
     k.set_defaults(func=_run, sp_func=_ksp)
     g = sub.add_parser("goodput", help="a goodput experiment of the paper (§7)")
     g.add_argument("name", choices=["sp-square", "sp-linkrate", "sp-latency", "sp-rect", "sp-hyperx", "sp-spineleaf"])
