@@ -254,7 +254,8 @@ def run_experiment(name: str, out_dir: str | Path, quick: bool = False, **args) 
     doc = dict(experiment=name, quick=bool(quick), summary=summ, paper=PAPER.get(name, {}),
                runs=[dict(meta=r.meta, best=r.best, rows=r.rows, skipped=r.skipped) for r in runs])
     (out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=float))
-    _plot(runs, out / f"{name}.png", f"{name}: goodput G = N(p-1)/(pT) (ours, {runs[0].meta['engine']})")
+    _plot(runs, out / f"{name}.png", f"{name}{' --quick' if quick else ''}: goodput G = N(p-1)/(pT) "
+                                      f"(ours, {runs[0].meta['engine']})")
     report = "\n".join([f"== {name} =="] + rep + [f"paper: {json.dumps(PAPER.get(name, {}))}",
                                                   f"wrote {out / (name + '.json')} and {out / (name + '.png')}"])
     return report
