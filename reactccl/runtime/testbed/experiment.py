@@ -138,9 +138,17 @@ def _stats(times: Sequence[float], skip: int) -> tuple[float, float]:
 
 def summarize(results: dict, skip: int | None = None) -> list[dict]:
     """One row per (N, p): mean/p95 epoch time (s) per mode, the ratios baseline/REACT,
-    REACT's pattern changes, and where the victim ended up: its share of the message
-    received (``victim_in_*``) and its fan-in, the most flows it receives in one step
-    (``victim_fanin_*``), in the initial pattern and in REACT's final one."""
+    REACT's pattern changes, and where the victim ended up, as its share of the message
+    received (the bytes through its congested downlink, in units of the message size):
+    ``victim_in_before`` in the initial pattern, ``victim_in_after`` in REACT's last one,
+    and ``victim_in_measured``, the mean over REACT's measured epochs (those after
+    ``skip``) of the pattern each of them ran (so a trial or revert near the end does not
+    hide where the victim spent the measured epochs).
+
+    Why bytes and not fan-in (the most flows the victim receives in one step): in
+    ``nccl-tree`` a rank that is a leaf of both trees receives one half-message flow from
+    each tree in the last step, fan-in 2, as an inner node does in the first step, yet
+    it receives half as much in all (1.0 against 2.0 of the message)."""
     skip = results["config"]["skip"] if skip is None else skip
     rows = []
     for run in results["runs"]:
@@ -153,8 +161,7 @@ def summarize(results: dict, skip: int | None = None) -> list[dict]:
             v = run["victim"]
             row["victim_in_before"] = run["in_fraction"][v]
             row["victim_in_after"] = r["in_fraction"][v]
-            row["victim_fanin_before"] = int(np.asarray(run["in_degree"])[:, v].max())
-            row["victim_fanin_after"] = int(np.asarray(r["in_degree"])[:, v].max())
+            row["victim_in_measured"] = _measured_share(run, r, v, skip)
             if "baseline" in run["modes"]:
                 row["speedup_mean"] = row["baseline_mean"] / row["react_mean"]
                 row["speedup_p95"] = row["baseline_p95"] / row["react_p95"]
@@ -162,21 +169,35 @@ def summarize(results: dict, skip: int | None = None) -> list[dict]:
     return rows
 
 
+def _measured_share(run: dict, react: dict, victim: int, skip: int) -> float:
+    """Mean over REACT's epochs ``skip..`` of the victim's received share under the pattern
+    in force (changes apply from their epoch on; REACT's epochs count across its segments).
+    Results without the per-change shares fall back to the final pattern's."""
+    shares = react.get("change_in_fraction")
+    if shares is None:
+        return react["in_fraction"][victim]
+    n = len(react["epoch_times"])
+    epochs = np.arange(skip if n > skip else 0, n)
+    starts = np.asarray(react["change_epochs"], dtype=int)
+    per_change = np.array([run["in_fraction"][victim]] + [s[victim] for s in shares])
+    return float(per_change[np.searchsorted(starts, epochs, side="right")].mean())
+
+
 def format_table(rows: list[dict]) -> str:
     """Table 2 layout: N, p, speedup (mean, p95), changes, epoch times, and the paper's values."""
     head = (f"{'N':>2} {'p':>2} | {'speedup mean':>12} {'p95':>6} {'changes':>7} | "
-            f"{'baseline':>9} {'REACT':>9} {'all_reduce':>10} (mean s) | victim fan-in | paper mean/p95/chg")
+            f"{'baseline':>9} {'REACT':>9} {'all_reduce':>10} (mean s) | victim in-share | paper mean/p95/chg")
     lines = [head, "-" * len(head)]
     for r in rows:
         paper = PAPER_TABLE2.get((r["hosts"], r["flows"]))
         ptxt = f"{paper[0]:.3f}/{paper[1]:.3f}/{paper[2]:g}" if paper else "-"
         sm, sp = r.get("speedup_mean"), r.get("speedup_p95")
-        share = (f"{r['victim_fanin_before']} -> {r['victim_fanin_after']}"
-                 if "victim_fanin_after" in r else "-")
+        share = (f"{r['victim_in_before']:.2f} -> {r['victim_in_measured']:.2f}"
+                 if "victim_in_measured" in r else "-")
         lines.append(
             f"{r['hosts']:>2} {r['flows']:>2} | {_f(sm, 12, 3)} {_f(sp, 6, 3)} {_f(r.get('changes'), 7, 0)} | "
             f"{_f(r.get('baseline_mean'), 9, 3)} {_f(r.get('react_mean'), 9, 3)} "
-            f"{_f(r.get('nccl_mean'), 10, 3)} | {share:>13} | {ptxt}")
+            f"{_f(r.get('nccl_mean'), 10, 3)} | {share:>15} | {ptxt}")
     return "\n".join(lines)
 
 

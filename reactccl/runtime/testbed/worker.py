@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                 changes = [c for c in ops[m].changes if c.pattern is not None]
                 entry["changes"] = len(changes)
                 entry["change_epochs"] = [c.epoch for c in changes]
+                entry["change_in_fraction"] = [in_fraction(c.pattern) for c in changes]
                 entry["in_fraction"] = in_fraction(ops[m].pattern)
                 entry["in_degree"] = ops[m].pattern.degrees()[0].tolist()
                 ctrl = getattr(ops[m].tuner, "controller", None)
