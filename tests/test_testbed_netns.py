@@ -79,19 +79,22 @@ def test_rate_shaping_within_range():
 
 
 def test_congestion_slows_transfers_into_that_host():
-    """One external flow into rank 1: a transfer 0->1 gets about half the link (reno).
+    """Three external flows into rank 1: a transfer 0->1 gets a fraction of the link.
 
-    Transfers last seconds, several reno sawtooth cycles, so the share averages out.
+    Under fair sharing the transfer would get a quarter (4x slower); reno's share
+    over a few seconds is uneven, and on a loaded CI machine a python sender may
+    fall short of its share, so only a clear slowdown (> 1.4x) is asserted, the
+    mean of three transfers. A transfer into rank 2 (not congested) is not slowed.
     """
     with Testbed(hosts=3, rate="100mbit") as tb:
-        alone = measure_transfers(tb, [(0, 1)], 12_000_000)[0].seconds
-        tb.congest(into=1, flows=1)
+        alone = measure_transfers(tb, [(0, 1)], 8_000_000)[0].seconds
+        tb.congest(into=1, flows=3)
         time.sleep(0.5)
-        into = [measure_transfers(tb, [(0, 1)], 12_000_000)[0].seconds for _ in range(2)]
-        other = measure_transfers(tb, [(0, 2)], 12_000_000)[0].seconds  # rank 2 is not congested
-        assert tb.stop_congestion() == 2
+        into = [measure_transfers(tb, [(0, 1)], 8_000_000)[0].seconds for _ in range(3)]
+        other = measure_transfers(tb, [(0, 2)], 8_000_000)[0].seconds  # rank 2 is not congested
+        assert tb.stop_congestion() == 4  # the sink and three sources
     slowdown = sum(into) / len(into) / alone
-    assert 1.4 < slowdown < 3.5, (alone, into)
+    assert 1.4 < slowdown < 8.0, (alone, into)
     assert other < 1.3 * alone, (alone, other)
 
 
