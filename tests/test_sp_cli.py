@@ -29,11 +29,22 @@ def test_experiment_rejects_react_options(tmp_path, capsys):
     assert not (tmp_path / "sp-square.json").exists()
 
 
-@pytest.mark.parametrize("fabric, words", [("spineleaf:4", "LEAVESxQ"), ("hyperx:4x4x4", "NxN"),
-                                           ("torus:8x8x8x8x8", "flows")])
-def test_metrics_bad_or_huge_fabric_is_an_error(fabric, words, capsys):
-    assert main(["sp", "metrics", "sp-allreduce", "--fabric", fabric]) == 2
+@pytest.mark.parametrize("algorithm, fabric, words", [
+    ("sp-allreduce", "spineleaf:4", "LEAVESxQ"), ("sp-allreduce", "hyperx:4x4x4", "NxN"),
+    ("torus-ring", "torus:64x64", "would materialise about 1.34e+08 flows")])
+def test_metrics_bad_or_huge_fabric_is_an_error(algorithm, fabric, words, capsys):
+    assert main(["sp", "metrics", algorithm, "--fabric", fabric]) == 2
     assert words in capsys.readouterr().out
+
+
+def test_metrics_huge_torus_by_symmetry(capsys):
+    # 8^5 = 32768 nodes: 2d p^2 ~ 2.1e10 flows, timed from the 10 point-group trees;
+    # S = 2H = 2 * 5 * 4, Q = V_min/|E| = 2(p-1)/(10 p)
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:8x8x8x8x8", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["by_symmetry"] and doc["flows"] == 10 * 32768 * 2 * 32767 and doc["rounds"] == 40
+    assert doc["q"] == pytest.approx(2 * 32767 / (10 * 32768), rel=1e-12)
+    assert (doc["psi"], doc["theta"], doc["omega"]) == pytest.approx((1, 1, 1), rel=1e-12)
 
 
 def test_metrics_alpha_beta_time(capsys):
@@ -73,7 +84,12 @@ def test_estimate_flows_matches_generators(name, shape):
 
 
 def test_ksp_and_metrics_memory_limit(capsys):
-    assert main(["sp", "ksp", "--fabric", "torus:64x64"]) == 2
+    assert main(["sp", "ksp", "--fabric", "torus:64x64", "--ks", "1,64"]) == 0  # by symmetry
+    out = capsys.readouterr().out
+    # k = 1: the star, W(T) = sum of distances from 0 = 64 * 64 * 32 = 131072; Theta = W / (p - 1)
+    assert f"    1     1      2  131072 {131072 / 4095:7.3f}" in out
+    assert "   64    64    128    4095   1.000   1.000" in out
+    assert main(["sp", "ksp", "--fabric", "torus:64x32"]) == 2  # unequal sides: materialised, too big
     assert "--max-memory" in capsys.readouterr().out
     # 4x4 SP: 2d·2p(p-1) = 1920 flows x 140 B = 268800 B, over a 200 KB limit
     assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--max-memory", "200KB"]) == 2

@@ -26,20 +26,26 @@ from ..topology.torus import TorusGeometry
 from .registry import register
 from .torus_common import assemble, intree_allreduce, parse_shape
 
-__all__ = ["bucket"]
+__all__ = ["bucket", "bucket_trees"]
 
 
-def _bucket_trees(geom: TorusGeometry, start: int, sign: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """In-trees ``(parent, send_step)`` (shape ``(p, p)``: block, node) of one instance."""
+def bucket_trees(geom: TorusGeometry, start: int, sign: int,
+                 blocks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """In-trees of one Bucket instance (stages start on dimension ``start``, ring direction
+    ``sign``): ``(parent, send_step, R)`` with parent and send_step of shape ``(B, p)``
+    (block, node; parent -1 at the block's owner) for ``blocks`` (default all p), R the
+    number of reduce-scatter steps."""
     d, p = geom.d, geom.num_nodes
     c = geom.coords()
-    blk, node = c[:, None, :], c[None, :, :]          # (b, 1, d), (1, r, d)
-    differs = blk != node                              # (b, r, d)
+    blocks = np.arange(p) if blocks is None else np.asarray(blocks, dtype=np.int64).reshape(-1)
+    B = len(blocks)
+    blk, node = c[blocks][:, None, :], c[None, :, :]   # (B, 1, d), (1, r, d)
+    differs = blk != node                              # (B, r, d)
     dims = [(start + s) % d for s in range(d)]
     offset = np.cumsum([0] + [geom.shape[k] - 1 for k in dims])
-    parent = np.full((p, p), -1, dtype=np.int64)
-    step = np.full((p, p), -1, dtype=np.int64)
-    done = np.zeros((p, p), dtype=bool)
+    parent = np.full((B, p), -1, dtype=np.int64)
+    step = np.full((B, p), -1, dtype=np.int64)
+    done = np.zeros((B, p), dtype=bool)
     for s, k in enumerate(dims):
         sel = differs[:, :, k] & ~done
         n = geom.shape[k]
@@ -67,7 +73,7 @@ def bucket(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2) ->
     parts = []
     for i in range(geom.d):
         for j, sign in enumerate((1, -1)):
-            parent, step, R = _bucket_trees(geom, i, sign)
+            parent, step, R = bucket_trees(geom, i, sign)
             parts.append(intree_allreduce(parent, step, R, chunk_ids=np.arange(p) + (2 * i + j) * p))
     flows = tuple(np.concatenate(a) for a in zip(*parts))
     return assemble(num_ranks, flows, name=f"bucket {'x'.join(map(str, geom.shape))}")

@@ -162,13 +162,16 @@ def intree_allreduce(parent: np.ndarray, send_step: np.ndarray, rs_rounds: int,
             np.concatenate([v, ds]), np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8)]))
 
 
-def torus_group(geom: TorusGeometry, reflect: bool = True, shifts: bool = True) -> np.ndarray:
+def torus_group(geom: TorusGeometry, reflect: bool = True, shifts: bool = True,
+                translations: bool = True) -> np.ndarray:
     """Node permutations of the torus subgroup Γ = {u -> x + ε ρ^j(u)} (SP-allreduce §3.1).
 
     Args:
         geom: the torus; cyclic coordinate shifts ρ need equal sides.
         reflect: include ε = -1 (global reflection u -> -u).
         shifts: include the d cyclic shifts ρ^j (ρ(u_1..u_d) = (u_2..u_d, u_1)).
+        translations: include every translation x (default); False keeps x = 0 only, the
+            point group, one element per coset of the translations.
 
     Returns:
         ``perms``, shape ``(|Γ|, p)``, element index ``(e * J + j) * p + x`` where e indexes
@@ -181,7 +184,7 @@ def torus_group(geom: TorusGeometry, reflect: bool = True, shifts: bool = True) 
     if shifts and d > 1 and len(set(geom.shape)) != 1:
         raise PatternError(f"torus_group: cyclic coordinate shifts need equal sides, got {geom.shape}")
     c = geom.coords()
-    x = geom.coords()
+    x = geom.coords() if translations else np.zeros((1, d), dtype=np.int64)
     out = []
     for eps in ((1, -1) if reflect else (1,)):
         for j in (range(d) if shifts else (0,)):
@@ -246,7 +249,7 @@ def dimension_walk(steps_per_dim: Sequence[int], start: int) -> list[tuple[int, 
     return out
 
 
-def reach_intrees(peers: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def reach_intrees(peers: Sequence[np.ndarray], blocks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Reduce-scatter in-trees of a peer sequence, one per block (block b ends at node b).
 
     At step t node x may send to any of its peers ``peers[t][:, x]``. ``M_t(q)`` = {q} ∪
@@ -260,21 +263,25 @@ def reach_intrees(peers: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     Args:
         peers: one array per step, shape ``(k_t, p)`` (k_t peers per node at step t; a
             node listed as its own peer idles in that step, a repeated peer is used once).
+        blocks: compute the in-trees of these blocks only, shape ``(B,)`` (default all p);
+            each block's tree depends on no other block, so a subset is exact.
 
     Returns:
-        ``(parent, send_step)``, each shape ``(p blocks, p nodes)``; parent -1 at the owner.
+        ``(parent, send_step)``, each shape ``(B blocks, p nodes)``; parent -1 at the owner.
 
     Raises:
         PatternError: some node cannot reach some block.
 
-    Memory: ``(len(peers) + 2) * p^2`` bytes of booleans plus two int64 ``p x p`` tables.
+    Memory: ``(len(peers) + 2) * p * B`` bytes of booleans plus two int64 ``p x B`` tables.
     """
     S = len(peers)
     p = peers[0].shape[1]
-    eye = np.eye(p, dtype=bool)
     nodes = np.arange(p)
-    M = [None] * S  # M[t][q, b]: b in {q} ∪ reach(q, t+1)
-    R = np.zeros((p, p), dtype=bool)  # reach(x, t+1)
+    blocks = nodes if blocks is None else np.asarray(blocks, dtype=np.int64).reshape(-1)
+    eye = nodes[:, None] == blocks[None, :]  # (node, block)
+    B = len(blocks)
+    M = [None] * S  # M[t][q, j]: blocks[j] in {q} ∪ reach(q, t+1)
+    R = np.zeros((p, B), dtype=bool)  # reach(x, t+1)
     for t in range(S - 1, -1, -1):
         M[t] = R | eye
         newR = R.copy()
@@ -282,19 +289,19 @@ def reach_intrees(peers: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
             newR |= M[t][q] & (q != nodes)[:, None]  # a node that is its own peer idles
         R = newR
     if not (R | eye).all():
-        r, b = np.argwhere(~(R | eye))[0]
-        raise PatternError(f"peer sequence does not let node {r} reach block {b}")
-    parent = np.full((p, p), -1, dtype=np.int64)  # (node, block)
-    step = np.full((p, p), -1, dtype=np.int64)
+        r, j = np.argwhere(~(R | eye))[0]
+        raise PatternError(f"peer sequence does not let node {r} reach block {blocks[j]}")
+    parent = np.full((p, B), -1, dtype=np.int64)  # (node, block)
+    step = np.full((p, B), -1, dtype=np.int64)
     for t in range(S):
-        chosen = np.zeros((p, p), dtype=bool)
+        chosen = np.zeros((p, B), dtype=bool)
         for q in np.atleast_2d(peers[t]):
-            hit = M[t][q] & ~chosen & (q != nodes)[:, None]  # (node r, block b)
+            hit = M[t][q] & ~chosen & (q != nodes)[:, None]  # (node r, block j)
             chosen |= hit
             rr, bb = np.nonzero(hit)
             parent[rr, bb] = q[rr]
             step[rr, bb] = t
-    np.fill_diagonal(parent, -1)
+    parent[blocks, np.arange(B)] = -1
     return parent.T.copy(), step.T.copy()
 
 

@@ -6,7 +6,7 @@
   built for is refused (naming the right one) unless ``--force``; schedules estimated above
   ``--max-memory`` are refused before generating.
 * ``reactccl sp ksp --fabric torus:8x8`` — W(T), Θ, Ω and rounds of k-SP-allreduce per k.
-* ``reactccl sp goodput NAME [--sizes 64KiB,1MiB] [--engine netsim|model] [--out DIR]`` — one
+* ``reactccl sp goodput NAME [--sizes 64KiB,1MiB] [--engine netsim|model|auto] [--out DIR]`` — one
   of the paper's goodput experiments (see :mod:`reactccl.experiments.sp_figures`).
 
 A thin layer over :func:`reactccl.cost.deficiency` and
@@ -22,6 +22,8 @@ import math
 from ..algorithms import generate
 from ..algorithms.torus_common import pack
 from ..cost.deficiency import deficiency, round_times
+from ..cost.symmetric import compact_deficiency
+from ..experiments.sp_goodput import VERIFY_LIMIT
 from ..pattern import PatternError
 from ..topology import UnitError, parse_rate, parse_size, parse_time
 
@@ -78,8 +80,19 @@ def _size_guard(name: str, fab, max_memory: str) -> None:
         raise PatternError(
             f"{name} on {fab.label} ({fab.num_nodes} nodes) would materialise about {est:.3g} flows, "
             f"~{need / 2 ** 30:.3g} GiB (limit --max-memory {max_memory}). The metrics route every flow; for "
-            "fabrics this large use the symmetry instead: reactccl.algorithms.sp_check.check_sp_symmetry "
-            "(SP-allreduce loads from the base tree alone) or bench/bench_sp.py")
+            "fabrics this large only generators with a compact form are timed, by symmetry (on tori: "
+            "sp-allreduce, k-sp-allreduce, bucket, swing-b, trivance-b; reactccl.algorithms.compact)")
+
+
+def _compact(name: str, fab, opts: dict):
+    """The compact (symmetry) form of ``name`` on a torus beyond the exact-check size, else None."""
+    from ..algorithms.compact import COMPACT_GENERATORS, compact_schedule
+    if fab.kind != "torus" or name not in COMPACT_GENERATORS or fab.num_nodes <= VERIFY_LIMIT:
+        return None
+    try:
+        return compact_schedule(name, fab.num_nodes, shape=fab.shape, **opts)
+    except PatternError:
+        return None
 
 
 def _fabric_note(args, fab) -> str | None:
@@ -96,7 +109,9 @@ def _metrics(args) -> int:
     note = _fabric_note(args, fab)
     if note and not args.force:
         raise PatternError(note + " (--force computes it anyway)")
-    _size_guard(args.algorithm, fab, args.max_memory)
+    cs = _compact(args.algorithm, fab, _options(args.opt))
+    if cs is None:
+        _size_guard(args.algorithm, fab, args.max_memory)
     size, rate = float(parse_size(args.size)), float(parse_rate(args.link_rate))
     alpha, hop = float(parse_time(args.alpha)), float(parse_time(args.hop_latency))
     if size <= 0 or rate <= 0 or alpha < 0 or hop < 0:
@@ -106,12 +121,16 @@ def _metrics(args) -> int:
         opts.setdefault("shape", fab.shape)
     if args.algorithm == "sp-spineleaf":
         opts.setdefault("q", fab.shape[1])
-    pat = generate(args.algorithm, fab.num_nodes, check=fab.num_nodes <= 1024, **opts)
-    d = deficiency(pack(pat) if args.packed else pat, fab.geometry())
+    if cs is not None:
+        d, chunks, flows, how = compact_deficiency(cs), cs.num_chunks, cs.num_flows, " (by symmetry)"
+    else:
+        pat = generate(args.algorithm, fab.num_nodes, check=fab.num_nodes <= 1024, **opts)
+        d = deficiency(pack(pat) if args.packed else pat, fab.geometry())
+        chunks, flows, how = pat.num_chunks, pat.num_flows, ""
     beta = size * 8.0 / rate  # seconds to send the whole message over one link
     t_ab = d.time(alpha, beta)
     t_rounds = float(round_times(d, size, rate, hop).sum())
-    doc = dict(algorithm=args.algorithm, fabric=fab.label, chunks=pat.num_chunks, flows=pat.num_flows,
+    doc = dict(algorithm=args.algorithm, fabric=fab.label, chunks=chunks, flows=flows, by_symmetry=cs is not None,
                **{k: v for k, v in d.as_dict().items() if k not in ("max_load", "max_hops")},
                message_bytes=size, link_rate_bps=rate, alpha_s=alpha, hop_latency_s=hop,
                time_alpha_beta_s=t_ab, time_round_model_s=t_rounds, note=note)
@@ -120,7 +139,7 @@ def _metrics(args) -> int:
     else:
         if note:
             print(f"note: {note}")
-        print(f"{args.algorithm} on {fab.label}: {pat.num_chunks} chunks, {pat.num_flows} flows, S = {d.rounds} rounds")
+        print(f"{args.algorithm} on {fab.label}: {chunks} chunks, {flows} flows{how}, S = {d.rounds} rounds")
         print(f"  Vol_abs = {d.vol_abs:.4g} N, Vol_phys = {d.vol_phys:.4g} N, Q = {d.q:.4g} N")
         print(f"  Psi = {d.psi:.4f}  Theta = {d.theta:.4f}  Omega = {d.omega:.4f}")
         print(f"  time for N = {args.size} ({size:.0f} B) at {rate / 1e9:g} Gb/s: alpha*S + beta*Q = {alpha * 1e9:g} ns x {d.rounds}"
@@ -135,16 +154,20 @@ def _ksp(args) -> int:
     fab = _fabric(args.fabric)
     if fab.kind != "torus":
         raise PatternError("sp ksp: k-SP trees are built on tori (--fabric torus:NxN)")
-    _size_guard("k-sp-allreduce", fab, args.max_memory)
+    if fab.num_nodes <= VERIFY_LIMIT or len(set(fab.shape)) != 1:
+        _size_guard("k-sp-allreduce", fab, args.max_memory)  # beyond: by symmetry, nothing materialised
     geom = TorusGeometry(fab.shape)
     ks = [int(k) for k in args.ks.split(",")] if args.ks else list(range(1, geom.diameter + 1))
     print(f"k-SP-allreduce on {fab.label} (p = {geom.num_nodes}, H = {geom.diameter})")
     print(f"  {'k':>3s} {'depth':>5s} {'rounds':>6s} {'W(T)':>7s} {'Theta':>7s} {'Omega':>7s}  layer distances")
     for k in ks:
         parent, L, W = ksp_tree(geom, k)
-        pat = generate("k-sp-allreduce", geom.num_nodes, check=geom.num_nodes <= 256, k=k, shape=fab.shape)
-        d = deficiency(pat, geom)
-        print(f"  {k:3d} {len(L) - 1:5d} {pat.num_steps:6d} {W:7d} {d.theta:7.3f} {d.omega:7.3f}  {L}")
+        cs = _compact("k-sp-allreduce", fab, {"k": k})
+        if cs is None:
+            pat = generate("k-sp-allreduce", geom.num_nodes, check=geom.num_nodes <= VERIFY_LIMIT, k=k,
+                           shape=fab.shape)
+        d = compact_deficiency(cs) if cs is not None else deficiency(pat, geom)
+        print(f"  {k:3d} {len(L) - 1:5d} {d.rounds:6d} {W:7d} {d.theta:7.3f} {d.omega:7.3f}  {L}")
     return 0
 
 
@@ -206,8 +229,9 @@ def add_parser(subparsers) -> None:
     k.set_defaults(func=_run, sp_func=_ksp)
     g = sub.add_parser("goodput", help="a goodput experiment of the paper (§7)")
     g.add_argument("name", choices=["sp-square", "sp-linkrate", "sp-latency", "sp-rect", "sp-hyperx", "sp-spineleaf"])
-    g.add_argument("--engine", default="netsim", choices=["netsim", "model"],
-                   help="flow-level simulator or round-synchronous alpha-beta model")
+    g.add_argument("--engine", default="netsim", choices=["netsim", "model", "auto"],
+                   help="flow-level simulator, round-synchronous alpha-beta model, or auto (netsim up to "
+                        "256 nodes, the model beyond; e.g. --sides 8,16,32,64 for all of Fig. 3)")
     g.add_argument("--sizes", help="comma-separated message sizes (default 64KiB..256MiB)")
     g.add_argument("--sides", help="sp-square: comma-separated n of n x n tori (default 8,16)")
     g.add_argument("--values", help="sp-linkrate: rates (e.g. 100Gbps,400Gbps); sp-latency: latencies (200ns,...)")

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..pattern import Collective, CollectivePattern
 
-__all__ = ["Deficiency", "deficiency", "link_loads", "round_times", "min_volume"]
+__all__ = ["Deficiency", "deficiency", "from_round_loads", "link_loads", "round_times", "min_volume"]
 
 
 def min_volume(collective: Collective | str, num_ranks: int) -> float:
@@ -129,18 +129,29 @@ def deficiency(pattern: CollectivePattern, fabric, message_bytes: float = 1.0) -
     """
     rounds, loads, hops, flow_len = link_loads(pattern, fabric, message_bytes)
     fbytes = pattern.flow_bytes(message_bytes)
-    vol_abs = float(fbytes.sum())
-    vol_phys = float((fbytes * flow_len).sum())
     vmin = min_volume(pattern.collective, pattern.num_ranks) * message_bytes
-    mx = loads.max(axis=1)
-    mean_sum = vol_phys / fabric.num_links
+    return from_round_loads(loads.max(axis=1), hops, float(fbytes.sum()), float((fbytes * flow_len).sum()),
+                            vmin, fabric.num_links)
+
+
+def from_round_loads(max_load: np.ndarray, max_hops: np.ndarray, vol_abs: float, vol_phys: float,
+                     vmin: float, num_links: int) -> Deficiency:
+    """A :class:`Deficiency` from per-round maxima and the volumes (see the module docstring).
+
+    Args:
+        max_load: the most loaded link's load in each round, shape ``(S,)``.
+        max_hops: the longest route in each round, shape ``(S,)``.
+        vol_abs, vol_phys: Vol_abs and Vol_phys; vmin: V_min; num_links: |E|.
+    """
+    mx = np.asarray(max_load, dtype=np.float64)
+    mean_sum = vol_phys / num_links
     return Deficiency(
-        rounds=len(rounds), vol_abs=vol_abs, vol_phys=vol_phys,
+        rounds=len(mx), vol_abs=vol_abs, vol_phys=vol_phys,
         psi=vol_abs / vmin if vmin else float("nan"),
         theta=vol_phys / vol_abs if vol_abs else float("nan"),
         omega=float(mx.sum()) / mean_sum if mean_sum else float("nan"),
-        q=float(mx.sum()), max_load=tuple(mx.tolist()), max_hops=tuple(hops.tolist()),
-        num_links=fabric.num_links)
+        q=float(mx.sum()), max_load=tuple(mx.tolist()), max_hops=tuple(np.asarray(max_hops).tolist()),
+        num_links=int(num_links))
 
 
 def round_times(d: Deficiency, message_bytes: float, link_rate: float, hop_latency: float,

@@ -108,8 +108,10 @@ def _table(run: GoodputRun) -> str:
                                                           for v in vals))
     if run.skipped:
         lines.append("  not available here: " + "; ".join(f"{k}: {v.split(':')[0]}" for k, v in run.skipped.items()))
-    lines.append(f"  wall {run.meta['wall_s']:.1f} s, {run.meta['messages_simulated']} messages, "
-                 f"{run.meta['messages_per_s']:.0f} messages/s")
+    sym = run.meta.get("by_symmetry") or []
+    lines.append(f"  wall {run.meta['wall_s']:.1f} s, {run.meta['messages_simulated']} messages timed, "
+                 f"{run.meta['messages_per_s']:.0f} messages/s"
+                 + (f" ({len(sym)} schedules from one transversal by symmetry)" if sym else ""))
     return "\n".join(lines)
 
 

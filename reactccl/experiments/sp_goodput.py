@@ -12,6 +12,10 @@ of their independent instances) and timed by one of two engines:
   :data:`PAPER` and the experiment notes for what that changes.
 * ``model`` — the round-synchronous α-β model of :mod:`reactccl.cost.deficiency`: each
   round costs its longest route x hop latency + its most loaded link's bytes / link rate.
+  Beyond :data:`VERIFY_LIMIT` ranks, schedules with a compact form
+  (:mod:`reactccl.algorithms.compact`: SP, k-SP, Bucket, Swing-B, Trivance-B on tori) are
+  timed from one transversal of their flows (:mod:`reactccl.cost.symmetric`, exact), which
+  is what makes 64x64 (134 M flows per schedule) take seconds.
 
 A *family* (SP, k-SP, Bucket, Swing, Trivance, Ring, RD) may have several variants (Swing
 B and L, k-SP for each k); like the paper, a family's curve is its best variant at each size.
@@ -27,17 +31,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..algorithms import generate
+from ..algorithms.compact import COMPACT_GENERATORS, compact_schedule
+from ..algorithms.sp_check import check_tree_family
 from ..algorithms.torus_common import pack
 from ..cost.deficiency import deficiency, round_times
+from ..cost.symmetric import compact_deficiency
 from ..pattern import CollectivePattern, PatternError, verify
 from ..topology.torus import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE, HyperXGeometry, SpineLeafGeometry,
                               TorusGeometry, fabric_topology)
 
-__all__ = ["Fabric", "SIZES", "Variant", "family_variants", "GoodputRun", "goodput_sweep", "VERIFY_LIMIT"]
+__all__ = ["Fabric", "SIZES", "Variant", "family_variants", "GoodputRun", "goodput_sweep", "VERIFY_LIMIT",
+           "NETSIM_LIMIT"]
 
 KIB, MIB = 1024, 1024 * 1024
 SIZES = [64 * KIB * 2 ** i for i in range(13)]  # 64 KiB .. 256 MiB, §7
 VERIFY_LIMIT = 256  # exact count check up to this many ranks; structural (generator) checks beyond
+NETSIM_LIMIT = 1024  # nodes; the simulator holds every flow (SP on 64x64: 134 M)
+EXACT_CELLS = 2 ** 28  # ... or while ranks x ranks x chunks stays this small (Swing-L, Trivance-L)
 
 
 @dataclass(frozen=True)
@@ -116,11 +126,30 @@ class Variant:
         return pack(pat, ids // pat.num_ranks if self.pack_by == "instance" else ids)
 
     def pattern(self, p: int) -> CollectivePattern:
-        """The verified (exactly up to :data:`VERIFY_LIMIT` ranks) pattern."""
+        """The checked pattern: exactly (:func:`~reactccl.pattern.verify`) up to
+        :data:`VERIFY_LIMIT` ranks or while the count table stays small, structurally
+        (:func:`~reactccl.algorithms.sp_check.check_tree_family`) beyond.
+
+        Raises:
+            PatternError: the generator refuses the fabric or the check fails.
+        """
         pat = generate(self.name, p, check=False, **self.options)
-        if p <= VERIFY_LIMIT:
+        if p <= VERIFY_LIMIT or p * p * pat.num_chunks <= EXACT_CELLS:
             verify(pat)
+        else:
+            check_tree_family(pat)
         return pat
+
+    def compact(self, fabric: Fabric):
+        """The checked :class:`~reactccl.algorithms.compact.CompactSchedule` of this variant
+        on ``fabric``, or None where it has none (not a torus, or no compact generator)."""
+        if fabric.kind != "torus" or self.name not in COMPACT_GENERATORS:
+            return None
+        opts = {k: v for k, v in self.options.items() if k != "shape"}
+        try:
+            return compact_schedule(self.name, fabric.num_nodes, shape=fabric.shape, **opts)
+        except PatternError:
+            return None
 
 
 def family_variants(fabric: Fabric, families: list[str], ks: list[int] | None = None) -> list[Variant]:
@@ -168,7 +197,8 @@ class GoodputRun:
             goodput (bit/s), fraction of the bound.
         best: one dict per (family, size): the best variant and its goodput.
         skipped: ``{variant: reason}`` for variants whose generator refused the fabric.
-        meta: fabric, engine, link rate, hop latency, bound, wall time, flows simulated, flows/s.
+        meta: fabric, engine, link rate, hop latency, bound, wall time, messages timed (for
+            variants in ``by_symmetry``: the flows of their transversal), messages/s.
     """
 
     rows: list[dict]
@@ -194,17 +224,24 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
     Args:
         sizes: message sizes in bytes (default :data:`SIZES`).
         link_rate: bit/s per link; hop_latency: s per hop.
-        engine: "netsim" or "model" (see the module docstring).
+        engine: "netsim", "model" (see the module docstring) or "auto" (netsim up to
+            :data:`VERIFY_LIMIT` nodes, the model beyond).
         ks: depth bounds tried for k-SP (default 1..H).
         alpha: extra seconds per round (model engine only; the paper's simulator charges
             none for the reduction, but a per-message overhead is what rewards fewer rounds).
         log: progress printer (``None`` for silence).
 
     Raises:
-        ValueError: unknown engine or family.
+        ValueError: unknown engine or family; netsim on more than :data:`NETSIM_LIMIT` nodes.
     """
-    if engine not in ("netsim", "model"):
-        raise ValueError(f"engine must be 'netsim' or 'model', got {engine!r}")
+    if engine not in ("netsim", "model", "auto"):
+        raise ValueError(f"engine must be 'netsim', 'model' or 'auto', got {engine!r}")
+    if engine == "auto":
+        engine = "netsim" if fabric.num_nodes <= VERIFY_LIMIT else "model"
+    if engine == "netsim" and fabric.num_nodes > NETSIM_LIMIT:
+        raise ValueError(f"{fabric.label}: {fabric.num_nodes} nodes is beyond the flow-level simulator "
+                         f"(SP alone has 2d p^2 = {2 * len(fabric.shape) * fabric.num_nodes ** 2} flows); "
+                         f"use engine 'model' (exact by symmetry on tori) or 'auto'")
     if alpha and engine != "model":
         raise ValueError("alpha (per-round overhead) is only modelled by the 'model' engine")
     sizes = list(SIZES if sizes is None else sizes)
@@ -214,24 +251,29 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
     topo = fabric.topology(link_rate, hop_latency) if engine == "netsim" else None
     geom = fabric.geometry()
     bound = fabric.bound(link_rate)
-    rows, skipped, flows = [], {}, 0
+    rows, skipped, flows, by_symmetry = [], {}, 0, []
     for var in family_variants(fabric, families, ks):
+        tv = time.perf_counter()
+        cs = var.compact(fabric) if engine == "model" and p > VERIFY_LIMIT else None
         try:
-            pat = var.pattern(p)
+            packed = None if cs is not None else var.packed(var.pattern(p))
         except PatternError as e:
             skipped[var.label] = str(e)
             continue
-        packed = var.packed(pat)
-        d = deficiency(packed, geom) if engine == "model" else None
-        tv = time.perf_counter()
+        if cs is not None:
+            by_symmetry.append(var.label)
+            d, how = compact_deficiency(cs), f"{len(cs.step):9d} flows of {cs.num_flows} (symmetry)"
+        else:
+            d = deficiency(packed, geom) if engine == "model" else None
+            how = f"{packed.num_flows:9d} messages"
+        steps = d.rounds if d is not None else packed.num_steps
         for size in sizes:
             T = _time_one(engine, packed, fabric, size, link_rate, hop_latency, topo, d, alpha)
-            flows += packed.num_flows
+            flows += len(cs.step) if cs is not None else packed.num_flows
             G = size * 8 * (p - 1) / (p * T)
             rows.append(dict(family=var.family, variant=var.label, size=int(size), time=T, goodput=G,
-                             fraction=G / bound, steps=packed.num_steps))
-        log(f"  {var.family:9s} {var.label:14s} {packed.num_steps:4d} steps {packed.num_flows:8d} messages "
-            f"{time.perf_counter() - tv:6.2f} s")
+                             fraction=G / bound, steps=steps))
+        log(f"  {var.family:9s} {var.label:14s} {steps:4d} steps {how} {time.perf_counter() - tv:6.2f} s")
     best = []
     for fam in dict.fromkeys(r["family"] for r in rows):
         for size in sizes:
@@ -241,6 +283,6 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
                              variant=b["variant"], time=b["time"]))
     wall = time.perf_counter() - t0
     meta = dict(fabric=fabric.label, engine=engine, link_rate=link_rate, hop_latency=hop_latency, alpha=alpha,
-                bound=bound, wall_s=wall, messages_simulated=flows,
+                bound=bound, wall_s=wall, messages_simulated=flows, by_symmetry=by_symmetry,
                 messages_per_s=flows / wall if wall > 0 else float("nan"))
     return GoodputRun(rows, best, skipped, meta)
