@@ -3,7 +3,9 @@
 Experiments (``reactccl sp goodput NAME``):
 
 * ``sp-square`` — square tori (default 8x8, 16x16): SP, k-SP (envelope over k, best-k
-  table like Table 1), Bucket, Swing, Trivance (Fig. 3, Fig. 2a, Table 1).
+  table like Table 1), Bucket, Swing, Trivance (Fig. 3, Fig. 2a, Table 1). All four of the
+  paper's tori: ``sides=[8, 16, 32, 64], engine="auto"`` (the simulator up to 16x16, the
+  α-β model beyond, exact by symmetry: :mod:`reactccl.algorithms.compact`).
 * ``sp-linkrate`` / ``sp-latency`` — 8x8, link rates 100 Gb/s..3.2 Tb/s / hop latencies
   200..1600 ns: k-SP's gain over the best baseline (Fig. 2b, 2c).
 * ``sp-rect`` — 64x16, 128x8, 256x4 with Ring added (Fig. 4).
