@@ -84,7 +84,9 @@ class FluidEngine:
         self.tlast: list[float] = []
         self.version: list[int] = []
         self.waiting: list[int] = []
-        self.children: list[Sequence[int]] = []
+        self.children: list[Sequence[int]] = []  # flow ids, and joins j as ~j
+        self.join_waiting: list[int] = []
+        self.join_children: list[Sequence[int]] = []
         self.watched: list[bool] = []
         self.start: list[float] = []
         self.send_end: list[float] = []
@@ -110,8 +112,9 @@ class FluidEngine:
             nbytes: bytes per flow (``inf``: never finishes).
             latency: path latency per flow in seconds.
             waiting: number of dependencies per flow; a flow with 0 starts at ``release``.
-            children: per flow, the ids (global, i.e. already offset) of the flows that
-                depend on it.
+            children: per flow, what its arrival feeds: ids (global, i.e. already offset)
+                of the flows that depend on it, and joins ``j`` written ``~j`` (see
+                :meth:`add_joins`).
             release: start time of flows with no dependencies (``inf``: only via deps).
             watched: the run ends once all watched flows have arrived.
 
@@ -144,6 +147,26 @@ class FluidEngine:
         for k in range(n):
             if self.waiting[first + k] == 0 and release[k] != float("inf"):
                 heapq.heappush(self.heap, (float(release[k]), _RELEASE, first + k, 0))
+        return first
+
+    def add_joins(self, waiting: Sequence[int], children: Sequence[Sequence[int]]) -> int:
+        """Add joins: zero-cost barriers that fire, at the instant of their last input's
+        arrival, once ``waiting[j]`` inputs (flow arrivals, or other joins firing) have come;
+        firing feeds ``children[j]`` (flow ids, or joins written ``~j``) like an arrival
+        does. They let a flow wait on many flows through few edges
+        (:mod:`reactccl.netsim.joins`). Returns the id of the first (ids are consecutive).
+
+        Raises:
+            SimulationError: a join that waits on nothing (it could never fire).
+        """
+        first = len(self.join_waiting)
+        w = np.asarray(waiting, dtype=np.int64).tolist()
+        if len(w) != len(children):
+            raise SimulationError(f"add_joins: {len(w)} waiting counts for {len(children)} child lists")
+        if w and min(w) < 1:
+            raise SimulationError(f"join {first + w.index(min(w))}: waits on {min(w)} inputs, needs >= 1")
+        self.join_waiting.extend(w)
+        self.join_children.extend(children)
         return first
 
     def add_periodic(self, path: Sequence[int], nbytes: float, latency: float, first: float,
@@ -227,10 +250,9 @@ class FluidEngine:
                     self.end[i] = t
                     if self.watched[i]:
                         self.pending -= 1
-                    for c in self.children[i]:
-                        self.waiting[c] -= 1
-                        if self.waiting[c] == 0:
-                            started.append(c)
+                    kids = self.children[i]
+                    if kids:
+                        self._feed(kids, started)
                 elif kind == _RELEASE:
                     started.append(i)
                 else:  # periodic source i emits a flow
@@ -244,6 +266,23 @@ class FluidEngine:
             self.time = t
             self._reschedule(t, started, stopped)
         return self.time
+
+    def _feed(self, kids: Sequence[int], started: list[int]) -> None:
+        """One input arrives at each of ``kids``: flows whose last input it was start now,
+        joins whose last input it was fire now and feed their own children."""
+        waiting, jwait, jkids = self.waiting, self.join_waiting, self.join_children
+        stack = list(kids)
+        while stack:
+            c = stack.pop()
+            if c >= 0:
+                waiting[c] -= 1
+                if waiting[c] == 0:
+                    started.append(c)
+            else:
+                j = ~c
+                jwait[j] -= 1
+                if jwait[j] == 0:
+                    stack.extend(jkids[j])
 
     def _reschedule(self, t: float, started: list[int], stopped: list[int]) -> None:
         link_flows, paths = self.link_flows, self.paths

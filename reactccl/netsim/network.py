@@ -3,8 +3,10 @@
 Per epoch and job, every flow of the pattern draws one of its ``ecmp_ports``
 ports at random (REACT §7.3: "each flow ... is initialized with 4 connections
 on 4 different ports ... at each epoch, one port is chosen at random") and
-takes ``topology.ecmp_path(src_host, dst_host, (job, flow, port))``. A flow
-starts once all flows it depends on (``pattern.dependencies()``) have arrived;
+takes ``topology.ecmp_path(src_host, dst_host, (job, flow, port))`` (a topology with a
+fixed router, e.g. a torus fabric, gives its one route whatever the port). A flow
+starts once all flows it depends on (``pattern.dependencies()``) have arrived, a
+condition the engine tracks through joins (:mod:`.joins`) rather than the full list;
 flows with no dependency start at the epoch start. Background traffic is
 resolved once (seeded) and re-injected every epoch; bulk bursts follow a global
 clock that advances by each epoch's duration.
@@ -22,6 +24,7 @@ from ..topology import Topology
 from ..trace import EpochTrace
 from .background import Background, Bulk, bulk_path, parse_background, parse_degrade, resolve_background
 from .engine import MAX_BACKLOG, FluidEngine
+from .joins import join_graph
 
 __all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates"]
 
@@ -51,27 +54,33 @@ def _hosts(topology: Topology, placement) -> np.ndarray:
     return np.array([topology.host_id(h) for h in placement], dtype=np.int64)
 
 
-def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, offset: int):
-    """Paths, bytes, latencies and dependency lists of one job's flows (ids offset by ``offset``)."""
+def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, offset: int, join_offset: int):
+    """Paths, bytes, latencies and start conditions of one job's flows (flow ids offset by
+    ``offset``, join ids by ``join_offset``; see :mod:`.joins`)."""
     p = job.pattern
     place = job.placement
     F = p.num_flows
     keys = np.column_stack([np.full(F, job_id), np.arange(F), ports])
     ptr, links = topology.ecmp_paths(place[p.src], place[p.dst], keys)
     lat = np.add.reduceat(topology.latency[links], ptr[:-1]) if F else np.zeros(0)
-    dep_ptr, dep_idx = p.dependencies()
-    waiting = np.diff(dep_ptr)
-    owner = np.repeat(np.arange(F), waiting)
-    order = np.argsort(dep_idx, kind="stable")
-    child_ptr = np.zeros(F + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dep_idx, minlength=F), out=child_ptr[1:])
-    child = (owner[order] + offset).tolist()
-    cp = child_ptr.tolist()
-    children = [child[cp[i]:cp[i + 1]] for i in range(F)]
-    link_list = links.tolist()
+    jg = join_graph(p)
+
+    def shifted(ref: np.ndarray) -> list[int]:  # flows >= 0 move by offset, joins ~j by join_offset
+        return np.where(ref >= 0, ref + offset, ref - join_offset).tolist()
+
+    children = _split(shifted(jg.flow_child), jg.flow_child_ptr)
+    join_children = _split(shifted(jg.join_child), jg.join_child_ptr)
+    paths = _split(links.tolist(), ptr, tuple)
+    return (paths, ptr, links, p.flow_bytes(job.message_bytes), lat, jg.flow_waiting, children,
+            jg.join_waiting, join_children)
+
+
+def _split(flat: list, ptr: np.ndarray, kind: type = list) -> list:
+    """``flat`` cut at CSR ``ptr`` into ``len(ptr) - 1`` pieces (lists, or tuples with ``kind=tuple``)."""
     pp = ptr.tolist()
-    paths = [tuple(link_list[pp[i]:pp[i + 1]]) for i in range(F)]
-    return paths, ptr, links, p.flow_bytes(job.message_bytes), lat, waiting, children
+    if kind is tuple:
+        return [tuple(flat[a:b]) for a, b in zip(pp[:-1], pp[1:])]
+    return [flat[a:b] for a, b in zip(pp[:-1], pp[1:])]
 
 
 def degrade_rates(topology: Topology, degrade: Mapping[int, float] | str | Sequence[str] | None,
@@ -192,7 +201,9 @@ class SimulatedNetwork:
             rng = np.random.default_rng([self.seed, self.epoch, k])
             ports = rng.integers(self.ecmp_ports, size=F)
             offset = len(eng.paths)
-            paths, ptr, links, nbytes, lat, waiting, children = _job_flows(topo, job, k, ports, offset)
+            paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids = _job_flows(
+                topo, job, k, ports, offset, len(eng.join_waiting))
+            eng.add_joins(jwait, jkids)
             eng.add_flows(paths, nbytes, lat, waiting, children, [0.0] * F, watched=True)
             per_job.append((offset, F, ports, ptr, links, nbytes))
         if long_lived:

@@ -8,17 +8,29 @@ links. Hosts are numbered 0..H-1 in the order they were added to the graph.
 Routing follows REACT §7.3: flows take shortest paths (fewest hops) and ECMP
 picks one of them by hashing (src, dst, flow, port) with a stable hash
 (splitmix64, not Python's salted ``hash``), so a run is reproducible.
+
+A topology may instead carry a fixed *router* (``router=``): a vectorised
+``route(src_hosts, dst_hosts) -> (pair_index, link)`` that gives every (src, dst)
+one route, as the direct-connect fabrics of :mod:`.torus` do (dimension-order
+routes on tori and HyperX, the sender's spine on spine-leaf, SP-allreduce §2.3,
+§6.3). Then :meth:`Topology.ecmp_paths` returns those routes whatever the key and
+never enumerates paths with networkx.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
 
-__all__ = ["Topology", "TopologyError", "add_cable", "stable_hash"]
+__all__ = ["Router", "Topology", "TopologyError", "add_cable", "stable_hash"]
+
+#: A fixed router: ``route(src_hosts, dst_hosts) -> (pair_index, link)`` for host-id arrays of
+#: shape ``(P,)``; ``link[j]`` is a link of pair ``pair_index[j]``, and each pair's links appear
+#: in route order (first hop first) once grouped stably by pair index.
+Router = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 class TopologyError(ValueError):
@@ -68,13 +80,24 @@ class Topology:
         hosts: host node names; host id = index in this list.
         capacity, latency: per-link arrays, shape ``(L,)`` (bit/s, s).
         link_src, link_dst: per-link node indices, shape ``(L,)``.
+        router: the fixed :data:`Router`, or None for ECMP over all shortest paths.
+
+    Args:
+        graph, name: as the attributes.
+        link_order: the graph's edges ``(u, v)`` in link-id order (default: networkx's
+            edge order, i.e. by source node, then insertion); lets a builder keep an
+            outside numbering such as a geometry's link ids.
+        router: a fixed router (see the module docstring); routes are checked to be
+            link chains from the source host to the destination host when used.
 
     Raises:
         TopologyError: a node without a valid ``kind``, an edge without a
-            positive ``capacity`` or a non-negative ``latency``, or no hosts.
+            positive ``capacity`` or a non-negative ``latency``, no hosts, or a
+            ``link_order`` that is not every edge of the graph exactly once.
     """
 
-    def __init__(self, graph: nx.DiGraph, name: str = "topology") -> None:
+    def __init__(self, graph: nx.DiGraph, name: str = "topology", *,
+                 link_order: Iterable[tuple] | None = None, router: Router | None = None) -> None:
         self.name = str(name)
         self.graph = graph
         self.nodes = list(graph.nodes)
@@ -86,7 +109,7 @@ class Topology:
         if not self.hosts:
             raise TopologyError(f"{self.name}: a topology needs at least one host")
         self.host_index = {h: i for i, h in enumerate(self.hosts)}
-        edges = list(graph.edges(data=True))
+        edges = list(graph.edges(data=True)) if link_order is None else self._ordered_edges(graph, link_order)
         L = len(edges)
         self.capacity = np.empty(L)
         self.latency = np.empty(L)
@@ -107,6 +130,22 @@ class Topology:
             arr.flags.writeable = False
         self._pred: dict[int, dict] = {}  # host id -> BFS predecessor lists (shared by degraded copies)
         self._paths: dict[tuple[int, int], np.ndarray] = {}
+        self.router = router
+        host_node = np.array([index[h] for h in self.hosts], dtype=np.int64)
+        host_node.flags.writeable = False
+        self._host_node = host_node
+
+    def _ordered_edges(self, graph: nx.DiGraph, link_order: Iterable[tuple]) -> list[tuple]:
+        order = [tuple(e) for e in link_order]
+        if len(order) != graph.number_of_edges() or len(set(order)) != len(order):
+            raise TopologyError(f"{self.name}: link_order must list each of the {graph.number_of_edges()} "
+                                f"edges once, got {len(order)} entries ({len(set(order))} distinct)")
+        out = []
+        for u, v in order:
+            if not graph.has_edge(u, v):
+                raise TopologyError(f"{self.name}: link_order names {u!r}->{v!r}, which is not an edge")
+            out.append((u, v, graph.edges[u, v]))
+        return out
 
     # ------------------------------------------------------------ basic facts
     @property
@@ -125,8 +164,9 @@ class Topology:
         return [n for n, k in self.graph.nodes(data="kind") if k == "switch"]
 
     def __repr__(self) -> str:
+        routed = ", fixed routes" if self.router is not None else ""
         return (f"Topology({self.name!r}, hosts={self.num_hosts}, switches={len(self.nodes) - self.num_hosts}, "
-                f"links={self.num_links})")
+                f"links={self.num_links}{routed})")
 
     def host_id(self, host) -> int:
         """The host id of ``host`` (an int id or a host node name such as ``"h3"``).
@@ -220,7 +260,8 @@ class Topology:
 
     def ecmp_path(self, src_host, dst_host, key: Sequence[int]) -> np.ndarray:
         """The shortest path ECMP picks for one flow: index ``stable_hash(src, dst, *key) mod m``
-        among :meth:`shortest_paths`. ``key`` is e.g. ``(job, flow, port)``."""
+        among :meth:`shortest_paths`. ``key`` is e.g. ``(job, flow, port)``. With a
+        :attr:`router`, the router's route whatever the key."""
         s, d = self.host_id(src_host), self.host_id(dst_host)
         ptr, links = self.ecmp_paths(np.array([s]), np.array([d]), np.asarray([list(key)], dtype=np.int64))
         return links[ptr[0]:ptr[1]]
@@ -235,6 +276,11 @@ class Topology:
 
         Returns:
             CSR ``(ptr, links)``: flow ``f`` uses links ``links[ptr[f]:ptr[f+1]]`` in order.
+            With a :attr:`router` the keys are ignored (one route per pair).
+
+        Raises:
+            TopologyError: a host id out of range, no path, or a router route that is not
+                a chain of links from the source host to the destination host.
         """
         src = np.asarray(src_hosts, dtype=np.int64).reshape(-1)
         dst = np.asarray(dst_hosts, dtype=np.int64).reshape(-1)
@@ -246,6 +292,8 @@ class Topology:
             bad = np.flatnonzero((arr < 0) | (arr >= H))
             if bad.size:
                 raise TopologyError(f"{name}[{bad[0]}]: host {arr[bad[0]]} out of range 0..{H - 1}")
+        if self.router is not None:
+            return self._routed_paths(src, dst)
         h = stable_hash(src, dst, *keys.T)
         pair = src * H + dst
         upairs, inv = np.unique(pair, return_inverse=True)
@@ -266,6 +314,41 @@ class Topology:
             rows = table[choice[fl]]
             pos = ptr[fl][:, None] + np.arange(table.shape[1])
             links[pos] = rows
+        return ptr, links
+
+    def _routed_paths(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The router's routes of host pairs as CSR ``(ptr, links)``, checked to chain from src to dst."""
+        F = len(src)
+        pidx, links = self.router(src, dst)
+        pidx = np.asarray(pidx, dtype=np.int64).reshape(-1)
+        links = np.asarray(links, dtype=np.int64).reshape(-1)
+        if pidx.shape != links.shape:
+            raise TopologyError(f"{self.name}: router returned {pidx.size} pair indices but {links.size} links")
+        bad = np.flatnonzero((pidx < 0) | (pidx >= F) | (links < 0) | (links >= self.num_links))
+        if bad.size:
+            raise TopologyError(f"{self.name}: router returned pair {pidx[bad[0]]} / link {links[bad[0]]} "
+                                f"out of range (pairs 0..{F - 1}, links 0..{self.num_links - 1})")
+        if not (pidx[1:] >= pidx[:-1]).all():  # group each pair's links, keeping route order
+            order = np.argsort(pidx, kind="stable")
+            pidx, links = pidx[order], links[order]
+        ptr = np.zeros(F + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pidx, minlength=F), out=ptr[1:])
+        # each route must leave the source host, chain tail->head, and end at the destination host
+        empty = ptr[1:] == ptr[:-1]
+        ok = empty == (src == dst)
+        fe = np.flatnonzero(~empty)
+        first = ptr[fe]
+        ok[fe] &= ((self.link_src[links[first]] == self._host_node[src[fe]])
+                   & (self.link_dst[links[ptr[fe + 1] - 1]] == self._host_node[dst[fe]]))
+        inner = np.ones(len(links), dtype=bool)
+        inner[first] = False
+        broken = np.flatnonzero(inner & (np.r_[-1, self.link_dst[links[:-1]]] != self.link_src[links]))
+        ok[pidx[broken]] = False
+        if not ok.all():
+            f = int(np.flatnonzero(~ok)[0])
+            route = [self.describe_link(int(l)) for l in links[ptr[f]:ptr[f + 1]]]
+            raise TopologyError(f"{self.name}: router route {self.hosts[src[f]]!r} -> {self.hosts[dst[f]]!r} "
+                                f"is not a chain of links between them: {route}")
         return ptr, links
 
     def path_latency(self, path: Sequence[int] | np.ndarray) -> float:

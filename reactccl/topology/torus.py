@@ -181,6 +181,15 @@ class HyperXGeometry(_Grid):
         return (np.asarray(nodes, dtype=np.int64) * self.degree + (self.n - 1) * np.asarray(dim)
                 + np.asarray(delta) - 1)
 
+    def link_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(tail, head)`` node of every link, each shape ``(num_links,)``."""
+        lid = np.arange(self.num_links)
+        tail, rest = lid // self.degree, lid % self.degree
+        dim, delta = rest // (self.n - 1), rest % (self.n - 1) + 1
+        c = self.coords(tail)
+        c[np.arange(len(lid)), dim] += delta
+        return tail, self.node(c)
+
     def distance(self, src, dst) -> np.ndarray:
         """Hop distance: the number of coordinates that differ."""
         return (self.coords(src) != self.coords(dst)).sum(axis=-1)
@@ -208,7 +217,8 @@ class SpineLeafGeometry:
     ``2p + j*q + s``, spine s -> leaf j ``2p + l*q + j*q + s``. A route on one leaf is
     up, down (2 hops); across leaves it is up, leaf -> spine ``i``, spine -> leaf, down
     (4 hops), with ``i`` the sender's host index — equivariant under the group
-    ``h_{i,j} -> h_{i+a, j+b}`` of §6.3.
+    ``h_{i,j} -> h_{i+a, j+b}`` of §6.3. Switches are numbered after the hosts: leaf j
+    is switch node ``p + j``, spine s is ``p + l + s`` (see :meth:`link_ends`).
 
     Raises:
         ValueError: ``q`` or ``leaves`` below 1.
@@ -229,26 +239,43 @@ class SpineLeafGeometry:
         s, t = _as_pairs(src, dst)
         return np.where(s == t, 0, np.where(s // self.q == t // self.q, 2, 4))
 
+    def link_ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(tail, head)`` node of every link, each shape ``(num_links,)``; hosts are nodes
+        ``0..p-1``, leaf j is ``p + j``, spine s is ``p + leaves + s``."""
+        p, q, l = self.num_nodes, self.q, self.leaves
+        host = np.arange(p)
+        leaf_of = p + host // q
+        j, sp = np.divmod(np.arange(l * q), q)  # (leaf, spine) of each leaf-spine cable
+        tail = np.concatenate([host, leaf_of, p + j, p + l + sp])
+        head = np.concatenate([leaf_of, host, p + l + sp, p + j])
+        return tail, head
+
     def route_pairs(self, src, dst) -> tuple[np.ndarray, np.ndarray]:
-        """Routes as ``(pair_index, link)``; see the class docstring."""
+        """Routes as ``(pair_index, link)``, each pair's links in route order (up,
+        leaf -> spine, spine -> leaf, down) once grouped stably by pair; see the class docstring."""
         s, t = _as_pairs(src, dst)
         p, q, l = self.num_nodes, self.q, self.leaves
         idx = np.flatnonzero(s != t)
         far = idx[s[idx] // q != t[idx] // q]
         spine = s[far] % q
-        pidx = np.concatenate([idx, idx, far, far])
-        links = np.concatenate([s[idx], p + t[idx], 2 * p + (s[far] // q) * q + spine,
-                                2 * p + l * q + (t[far] // q) * q + spine])
+        pidx = np.concatenate([idx, far, far, idx])
+        links = np.concatenate([s[idx], 2 * p + (s[far] // q) * q + spine,
+                                2 * p + l * q + (t[far] // q) * q + spine, p + t[idx]])
         return pidx, links
 
 
 def fabric_topology(geometry, link_rate: float = DEFAULT_LINK_RATE,
                     hop_latency: float = DEFAULT_HOP_LATENCY):
-    """A :class:`reactccl.topology.Topology` for a torus or HyperX geometry: node ``i`` is
-    host ``i`` (named ``n{i}``, no switches), and link ``k`` of the geometry is link ``k`` of
-    the topology (edges are inserted in link-id order), each with ``capacity`` =
-    ``link_rate`` (bit/s) and ``latency`` = ``hop_latency`` (s; §7.1 counts 100 ns link +
-    300 ns router per hop, which a direct network charges per link).
+    """A :class:`reactccl.topology.Topology` for a torus, HyperX or spine-leaf geometry that
+    routes every flow on the geometry's own route (its ``route_pairs`` as the topology's
+    fixed router: dimension-order on tori and HyperX, the sender's spine on spine-leaf),
+    so the simulator and the cost model load the same links.
+
+    Compute node ``i`` is host ``i`` (named ``n{i}``); spine-leaf adds switches ``leaf{j}``
+    and ``spine{s}``. Link ``k`` of the geometry is link ``k`` of the topology, each with
+    ``capacity`` = ``link_rate`` (bit/s) and ``latency`` = ``hop_latency`` (s; §7.1 counts
+    100 ns link + 300 ns router per hop, charged here per link, so a spine-leaf route of 4
+    links costs 4 hop latencies).
 
     Raises:
         ValueError: a non-positive rate, a negative latency, or another kind of geometry.
@@ -259,21 +286,18 @@ def fabric_topology(geometry, link_rate: float = DEFAULT_LINK_RATE,
 
     if not link_rate > 0 or not hop_latency >= 0:
         raise ValueError(f"link_rate must be > 0 and hop_latency >= 0, got {link_rate}, {hop_latency}")
-    if isinstance(geometry, TorusGeometry):
-        tail, head = geometry.link_ends()
-    elif isinstance(geometry, HyperXGeometry):
-        lid = np.arange(geometry.num_links)
-        tail = lid // geometry.degree
-        rest = lid % geometry.degree
-        dim, delta = rest // (geometry.n - 1), rest % (geometry.n - 1) + 1
-        c = geometry.coords(tail)
-        c[np.arange(len(lid)), dim] += delta
-        head = geometry.node(c)
-    else:
-        raise ValueError(f"fabric_topology: expected a torus or HyperX geometry, got {type(geometry).__name__}")
+    if not isinstance(geometry, (TorusGeometry, HyperXGeometry, SpineLeafGeometry)):
+        raise ValueError(f"fabric_topology: expected a torus, HyperX or spine-leaf geometry, "
+                         f"got {type(geometry).__name__}")
+    tail, head = geometry.link_ends()
+    names = [f"n{i}" for i in range(geometry.num_nodes)]
     g = nx.DiGraph()
-    g.add_nodes_from((f"n{i}", {"kind": "host"}) for i in range(geometry.num_nodes))
-    g.add_edges_from((f"n{u}", f"n{v}", {"capacity": float(link_rate), "latency": float(hop_latency)})
-                     for u, v in zip(tail.tolist(), head.tolist()))
+    g.add_nodes_from((n, {"kind": "host"}) for n in names)
+    if isinstance(geometry, SpineLeafGeometry):
+        switches = [f"leaf{j}" for j in range(geometry.leaves)] + [f"spine{s}" for s in range(geometry.q)]
+        g.add_nodes_from((n, {"kind": "switch"}) for n in switches)
+        names += switches
+    edges = [(names[u], names[v]) for u, v in zip(tail.tolist(), head.tolist())]
+    g.add_edges_from(edges, capacity=float(link_rate), latency=float(hop_latency))
     name = geometry.name.replace(" ", ":")
-    return Topology(g, name=name)
+    return Topology(g, name=name, link_order=edges, router=geometry.route_pairs)
