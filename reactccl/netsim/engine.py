@@ -2,7 +2,8 @@
 
 A flow is a path (link ids), a byte count (``inf`` for a long-lived flow) and a
 path latency. It is *released* at a time or when its last dependency has
-arrived; it then sends at its max-min fair rate until its last byte is out
+arrived (directly, or through zero-cost *joins* that stand for many arrivals at
+once, see :mod:`.joins`); it then sends at its max-min fair rate until its last byte is out
 (``send_end``) and its data arrives ``latency`` seconds later (``end``). So an
 uncontended flow takes ``latency + bytes * 8 / min capacity``.
 
