@@ -7,8 +7,8 @@ SP and k-SP pack all their trees together as §3.1 prescribes, the baselines onl
 of their independent instances) and timed by one of two engines:
 
 * ``netsim`` — the flow-level simulator :class:`reactccl.netsim.SimulatedCluster` (max-min
-  fair sharing, per-link latency = the hop latency, data-driven flow starts, one fixed
-  shortest path per flow). The paper uses SST, a packet-level simulator: see
+  fair sharing, per-link latency = the hop latency, data-driven flow starts, each flow on
+  the geometry's route, as in the model). The paper uses SST, a packet-level simulator: see
   :data:`PAPER` and the experiment notes for what that changes.
 * ``model`` — the round-synchronous α-β model of :mod:`reactccl.cost.deficiency`: each
   round costs its longest route x hop latency + its most loaded link's bytes / link rate.
@@ -97,10 +97,9 @@ class Fabric:
         raise ValueError(f"fabric kind must be torus, hyperx or spineleaf, got {self.kind!r}")
 
     def topology(self, link_rate: float, hop_latency: float):
-        """The :class:`reactccl.topology.Topology` the simulator runs on."""
-        if self.kind == "spineleaf":
-            from ..topology import leaf_spine
-            return leaf_spine(self.shape[0], self.shape[1], self.shape[1], rate=link_rate, latency=hop_latency)
+        """The :class:`reactccl.topology.Topology` the simulator runs on, routing every flow
+        on the geometry's route (dimension order on tori and HyperX, the sender's spine on
+        spine-leaf), as the model does."""
         return fabric_topology(self.geometry(), link_rate, hop_latency)
 
     def bound(self, link_rate: float) -> float:
