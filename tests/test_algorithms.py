@@ -1,5 +1,7 @@
 """Exact structure of the issue-2 generators, checked against hand-worked instances."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -227,3 +229,28 @@ def test_binomial_root_and_errors():
     assert generate("binomial-reduce", 5, root=3).num_steps == 3
     with pytest.raises(PatternError, match="root"):
         generate("binomial-reduce", 4, root=4)
+
+
+@pytest.mark.parametrize("text", ["8x4", "8,4", "(8, 4)", "[8,4]", (8, 4), [8, 4]])
+def test_generate_reads_a_shape_option_as_text(text):
+    p = generate("sp-allreduce", 32, shape=text)
+    assert p.name == "sp-allreduce 8x4" and p.num_steps == 12  # 2H, H = 4 + 2
+
+
+@pytest.mark.parametrize("name, opts, words", [
+    ("k-sp-allreduce", {"k": "2.5", "shape": "8x8"}, "option k: expected an integer, got '2.5'"),
+    ("k-sp-allreduce", {"k": "abc", "shape": "8x8"}, "option k: expected an integer, got 'abc'"),
+    ("k-sp-allreduce", {"k": True, "shape": "8x8"}, "option k: expected an integer, got True"),
+    ("sp-allreduce", {"shape": "8xa"}, "option shape: expected a shape like 8x4 or 8,4, got '8xa'"),
+    ("sp-spineleaf", {"q": "abc"}, "option q: expected an integer, got 'abc'"),
+])
+def test_generate_names_a_badly_typed_option(name, opts, words):
+    n = 8 if name == "sp-spineleaf" else 64
+    with pytest.raises(PatternError, match=re.escape(words)):
+        generate(name, n, **opts)
+
+
+def test_generate_turns_a_refused_argument_into_a_pattern_error():
+    with pytest.raises(PatternError, match=r"sp-allreduce with 4 ranks: torus: every side must be >= 3"):
+        generate("sp-allreduce", 4)
+    assert generate("k-sp-allreduce", 64, k="3", shape="8x8").num_steps == 6  # text "3" is the int 3

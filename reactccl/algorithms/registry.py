@@ -56,9 +56,14 @@ def names() -> list[str]:
 def generate(name: str, num_ranks: int, check: bool = True, **options) -> CollectivePattern:
     """Generate pattern ``name`` for ``num_ranks`` ranks and verify it.
 
+    Option values given as text (from a command line) are converted by the
+    generator's annotations: ``"4"`` to an int, ``"0.5"`` to a float, ``"true"`` to a
+    bool, a shape ``"8x4"``, ``"8,4"``, ``"(8, 4)"`` or ``[8, 4]`` to ``(8, 4)``.
+
     Raises:
-        PatternError: unknown name, bad options, or a generated pattern that
-            fails :func:`reactccl.pattern.verify` (a bug, reported loudly).
+        PatternError: unknown name, an unknown option or one of the wrong type (naming
+            the option and value), arguments the generator refuses, or a generated
+            pattern that fails :func:`reactccl.pattern.verify` (a bug, reported loudly).
     """
     gen = get(name)
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
@@ -70,10 +75,75 @@ def generate(name: str, num_ranks: int, check: bool = True, **options) -> Collec
         bad = [k for k in options if k not in known]
         if bad:
             raise PatternError(f"{name}: unknown option {bad[0]!r}; options: {', '.join(known) or 'none'}")
-    pattern = gen.func(num_ranks, **options)
+        options = {k: _coerce(name, k, v, params[k].annotation) for k, v in options.items()}
+    try:
+        pattern = gen.func(num_ranks, **options)
+    except ValueError as e:  # a generator's own argument checks (e.g. a torus side below 3)
+        raise PatternError(f"{name} with {num_ranks} ranks: {e}") from e
     if check:
         verify(pattern)
     return pattern
+
+
+def _coerce(name: str, key: str, value, annotation) -> object:
+    """``value`` converted to what the annotation (a string under postponed evaluation)
+    asks for; PatternError naming the option otherwise. Unannotated options pass through."""
+    ann = str(annotation)
+    bad = PatternError
+    if "Sequence[int]" in ann or "tuple[int" in ann:
+        if value is None and "None" in ann:
+            return None
+        items = value
+        if isinstance(value, str):
+            items = [t for t in value.strip("()[] ").replace("x", ",").split(",") if t.strip()]
+        try:
+            out = tuple(_as_int(v) for v in items)
+        except (TypeError, ValueError):
+            raise bad(f"{name}: option {key}: expected a shape like 8x4 or 8,4, got {value!r}") from None
+        if not out:
+            raise bad(f"{name}: option {key}: expected a shape like 8x4 or 8,4, got {value!r}")
+        return out
+    base = ann.replace(" | None", "").replace("Optional[", "").rstrip("]").strip()
+    if value is None and "None" in ann:
+        return None
+    try:
+        if base == "int":
+            return _as_int(value)
+        if base == "float":
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if base == "bool":
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                return value.lower() == "true"
+            raise ValueError
+    except (TypeError, ValueError):
+        kind = {"int": "an integer", "float": "a number", "bool": "true or false"}[base]
+        raise bad(f"{name}: option {key}: expected {kind}, got {value!r}") from None
+    if base == "str" and not isinstance(value, str):
+        raise bad(f"{name}: option {key}: expected text, got {value!r}")
+    return value
+
+
+def _as_int(v) -> int:
+    """``v`` as an int if it is one exactly (``"4"``, ``4``, ``4.0``); ValueError otherwise."""
+    if isinstance(v, bool):
+        raise ValueError(v)
+    if isinstance(v, str):
+        v = v.strip()
+        if not v.lstrip("+-").isdigit():
+            raise ValueError(v)
+        return int(v)
+    if isinstance(v, float):
+        if not v.is_integer():
+            raise ValueError(v)
+        return int(v)
+    import numbers
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    raise ValueError(v)
 
 
 def _load_all() -> None:
