@@ -2,7 +2,10 @@
 
 Spec grammar: ``NAME[:KEY=VALUE[,KEY=VALUE...]]``; every builder also accepts
 ``rate=`` (e.g. ``100G``) and ``latency=`` (e.g. ``1us``). Other modules add
-builders with :func:`register_topology` (e.g. torus, HyperX).
+builders with :func:`register_topology`. The direct-connect fabrics of SP-allreduce
+(:mod:`reactccl.topology.torus`) take a shape instead of keys, with the grammar of
+``reactccl sp --fabric``: ``torus:AxB[xC...]``, ``hyperx:NxN``, ``spineleaf:LEAVESxQ``,
+optionally followed by ``,rate=...,latency=...``.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import numpy as np
 
 from . import builders
 from .graph import Topology, TopologyError
+from .torus import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE, HyperXGeometry, SpineLeafGeometry, TorusGeometry,
+                    fabric_topology)
 from .units import UnitError, parse_rate, parse_time
 
-__all__ = ["parse_topology", "register_topology", "placement", "TOPOLOGIES"]
+__all__ = ["parse_topology", "register_topology", "placement", "TOPOLOGIES", "FABRICS"]
 
 
 @dataclass(frozen=True)
@@ -55,42 +60,106 @@ register_topology("full-mesh", builders.full_mesh_tors, {"tors": "tors", "hosts"
                   "full-mesh:tors=4,hosts=2")
 
 
-def parse_topology(spec: str) -> Topology:
-    """Build the topology a spec names, e.g. ``star:hosts=18``, ``fat-tree:k=4``,
-    ``leaf-spine:leaves=4,spines=2,hosts=4``, ``alibaba``, ``full-mesh:tors=4,hosts=2``,
-    ``fat-tree:k=4,rate=100G,latency=1us``.
+#: Shape-spec fabrics of :mod:`reactccl.topology.torus`: name -> (shape, rule, example).
+FABRICS: dict[str, tuple[str, str, str]] = {
+    "torus": ("AxB[xC...]", "every side >= 3", "torus:8x8"),
+    "hyperx": ("NxN", "equal sides >= 2", "hyperx:8x8"),
+    "spineleaf": ("LEAVESxQ", "LEAVES leaves of Q hosts, Q spines; both >= 1", "spineleaf:4x8"),
+}
 
-    Raises:
-        TopologyError: unknown name, unknown or missing key, or a bad value (named).
-    """
-    text = str(spec).strip()
-    name, _, rest = text.partition(":")
-    name = name.strip().lower().replace("_", "-")
-    if name not in TOPOLOGIES:
-        raise TopologyError(f"topology {text!r}: unknown name {name!r}; known: {', '.join(sorted(TOPOLOGIES))}")
-    entry = TOPOLOGIES[name]
-    kwargs: dict[str, object] = {}
+
+def _link_items(text: str, name: str, items: list[str], int_keys: Sequence[str],
+                example: str) -> tuple[dict[str, float], dict[str, int]]:
+    """``KEY=VALUE`` items -> (``{"rate": bit/s, "latency": s}`` as given, ``{int key: value}``)."""
+    link: dict[str, float] = {}
     given: dict[str, int] = {}
-    for item in filter(None, (p.strip() for p in rest.split(","))):
+    for item in items:
         key, eq, value = item.partition("=")
         key = key.strip().lower()
         if not eq:
             raise TopologyError(f"topology {text!r}: expected KEY=VALUE, got {item!r}")
         try:
             if key == "rate":
-                kwargs["rate"] = parse_rate(value, "rate")
+                link["rate"] = parse_rate(value, "rate")
             elif key == "latency":
-                kwargs["latency"] = parse_time(value, "latency")
-            elif key in entry.keys:
+                link["latency"] = parse_time(value, "latency")
+            elif key in int_keys:
                 given[key] = int(value)
             else:
-                allowed = sorted(entry.keys) + ["latency", "rate"]
+                allowed = sorted(int_keys) + ["latency", "rate"]
                 raise TopologyError(f"topology {text!r}: unknown key {key!r} for {name}; "
-                                    f"allowed: {', '.join(allowed)} (e.g. {entry.example})")
+                                    f"allowed: {', '.join(allowed)} (e.g. {example})")
         except (ValueError, UnitError) as exc:
             if isinstance(exc, TopologyError):
                 raise
             raise TopologyError(f"topology {text!r}: bad value for {key!r}: {exc}") from None
+    return link, given
+
+
+def _fabric(text: str, name: str, items: list[str]) -> Topology:
+    """A torus, HyperX or spine-leaf from ``items`` = ``[SHAPE, KEY=VALUE, ...]`` (see :data:`FABRICS`)."""
+    form, rule, example = FABRICS[name]
+    bad = TopologyError(f"topology {text!r}: expected {name}:{form} ({rule}), e.g. {example} "
+                        f"or {example},rate=400G,latency=400ns")
+    if not items or "=" in items[0]:
+        raise bad
+    try:
+        shape = tuple(int(v) for v in items[0].lower().split("x"))
+    except ValueError:
+        raise bad from None
+    sides = "x".join(map(str, shape))
+    if name == "torus" and min(shape) < 3:
+        raise TopologyError(f"topology {text!r}: every torus side must be >= 3 (two distinct neighbours per "
+                            f"dimension), got {sides}")
+    if name == "hyperx" and (len(set(shape)) != 1 or shape[0] < 2):
+        raise TopologyError(f"topology {text!r}: HyperX sides must be equal and >= 2, got {sides}")
+    if name == "spineleaf" and (len(shape) != 2 or min(shape) < 1):
+        raise TopologyError(f"topology {text!r}: expected spineleaf:{form} ({rule}), got {sides}")
+    link, _ = _link_items(text, name, items[1:], (), example)
+    rate, latency = link.get("rate", DEFAULT_LINK_RATE), link.get("latency", DEFAULT_HOP_LATENCY)
+    if name == "torus":
+        geom = TorusGeometry(shape)
+    elif name == "hyperx":
+        geom = HyperXGeometry(shape)
+    else:
+        geom = SpineLeafGeometry(q=shape[1], leaves=shape[0])
+    topo = fabric_topology(geom, rate, latency)
+    suffix = (f",rate={rate / 1e9:g}G" if rate != DEFAULT_LINK_RATE else "") + \
+             (f",latency={latency * 1e6:g}us" if latency != DEFAULT_HOP_LATENCY else "")
+    topo.name = f"{name}:{sides}{suffix}"
+    return topo
+
+
+def parse_topology(spec: str) -> Topology:
+    """Build the topology a spec names (names are case-insensitive).
+
+    Switched fabrics (ECMP over fewest-hop paths; links 100 Gbit/s and 1 µs by default):
+    ``star:hosts=18``, ``fat-tree:k=4``, ``leaf-spine:leaves=4,spines=2,hosts=4``,
+    ``alibaba``, ``full-mesh:tors=4,hosts=2``, with ``rate=``/``latency=`` keys, e.g.
+    ``fat-tree:k=4,rate=100G,latency=1us``.
+
+    Direct-connect fabrics of SP-allreduce (:func:`reactccl.topology.torus.fabric_topology`:
+    hosts ``n0..n{p-1}`` in row-major order, each flow on the geometry's fixed route;
+    links 400 Gbit/s and 400 ns per hop by default, SP-allreduce §7.1):
+    ``torus:AxB[xC...]`` (sides >= 3, dimension-order routes), ``hyperx:NxN`` (equal
+    sides >= 2, dimension-order routes), ``spineleaf:LEAVESxQ`` (LEAVES leaves of Q hosts,
+    Q spines; routes through the sender's spine), e.g. ``torus:8x8,rate=100G,latency=1us``.
+
+    Raises:
+        TopologyError: unknown name, unknown or missing key, a bad shape or value (named).
+    """
+    text = str(spec).strip()
+    name, _, rest = text.partition(":")
+    name = name.strip().lower().replace("_", "-")
+    items = [p.strip() for p in rest.split(",") if p.strip()]
+    if name in FABRICS:
+        return _fabric(text, name, items)
+    if name not in TOPOLOGIES:
+        raise TopologyError(f"topology {text!r}: unknown name {name!r}; "
+                            f"known: {', '.join(sorted([*TOPOLOGIES, *FABRICS]))}")
+    entry = TOPOLOGIES[name]
+    kwargs: dict[str, object]
+    kwargs, given = _link_items(text, name, items, tuple(entry.keys), entry.example)
     for key, kw in entry.keys.items():
         if key in given:
             kwargs[kw] = given[key]
