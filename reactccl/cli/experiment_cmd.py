@@ -13,6 +13,7 @@ from rich.console import Console
 
 from ..experiments import EXPERIMENTS, experiment_table, run_experiment
 from ..experiments.sp_figures import EXPERIMENTS as SP_EXPERIMENTS
+from ..experiments.sp_figures import prepare_out
 from ..experiments.sp_figures import run_experiment as run_sp_experiment
 
 
@@ -66,6 +67,12 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"[bold]{name}[/bold]  SP-allreduce goodput (same as `reactccl sp goodput {name}`, "
                           f"which has the per-experiment options)")
         return 0
+    if args.name in EXPERIMENTS or args.name in SP_EXPERIMENTS:
+        try:  # a bad --out fails now, not after the whole run
+            prepare_out(args.out if args.out != "results" or args.name not in SP_EXPERIMENTS else "results/sp")
+        except ValueError as exc:
+            console.print(f"[red]{exc}[/red]")
+            return 2
     if args.name in SP_EXPERIMENTS:
         bad = _sp_unsupported(args)
         if bad:

@@ -25,7 +25,9 @@ from ..cost.deficiency import deficiency, round_times
 from ..cost.symmetric import compact_deficiency
 from ..experiments.sp_goodput import VERIFY_LIMIT
 from ..pattern import PatternError
-from ..topology import UnitError, parse_rate, parse_size, parse_time
+from ..experiments.sp_figures import OPTIONS, fmt_size
+from ..topology import UnitError
+from ..topology.units import parse_bytes, parse_rate, parse_size, parse_time
 
 EXAMPLE = "reactccl sp metrics sp-allreduce --fabric torus:8x8 ; reactccl sp goodput sp-square --sides 8"
 
@@ -41,13 +43,57 @@ def _fabric(spec: str):
 
 
 def _options(items: list[str]) -> dict:
+    """``--opt KEY=VALUE`` items as ``{KEY: "VALUE"}``; :func:`reactccl.algorithms.generate`
+    converts the strings by the generator's annotations."""
     out = {}
     for it in items or []:
-        if "=" not in it:
+        k, eq, v = it.partition("=")
+        if not eq or not k.strip():
             raise PatternError(f"--opt: expected KEY=VALUE, got {it!r}")
-        k, v = it.split("=", 1)
-        out[k] = int(v) if v.lstrip("-").isdigit() else v
+        out[k.strip()] = v.strip()
     return out
+
+
+def _int_list(text: str, option: str, least: int = 1) -> list[int]:
+    """A comma-separated list of integers >= ``least`` given to ``option``."""
+    out = []
+    for v in text.split(","):
+        try:
+            out.append(int(v))
+        except ValueError:
+            raise PatternError(f"{option}: expected comma-separated integers, got {v.strip()!r} in {text!r}") from None
+        if out[-1] < least:
+            raise PatternError(f"{option}: every value must be >= {least}, got {out[-1]} in {text!r}")
+    return out
+
+
+def _fabric_options(name: str, fab, opts: dict) -> dict:
+    """``opts`` plus what the fabric fixes, for the generators that take it (by their signature):
+    ``shape`` (torus/HyperX sides, or the spine-leaf's leaves x q grid for the torus baselines)
+    and ``q`` (spine-leaf hosts per leaf). A ``dims`` or ``shape`` option that contradicts the
+    fabric is an error; one that agrees is dropped."""
+    import inspect
+    from ..algorithms.registry import get
+    params = inspect.signature(get(name).func).parameters
+    opts = dict(opts)
+    if "dims" in opts and "shape" in params:
+        if str(opts["dims"]).strip() != str(len(fab.shape)):
+            raise PatternError(f"--opt dims={opts['dims']}: --fabric {fab.label} has {len(fab.shape)} dimensions; "
+                               "the fabric sets the shape (use e.g. --fabric torus:4x4x4 for 3 dimensions)")
+        del opts["dims"]
+    if "shape" in opts:
+        raise PatternError(f"--opt shape=...: the shape comes from --fabric ({fab.label})")
+    if "shape" in params:
+        opts["shape"] = fab.shape
+    if "q" in params and fab.kind == "spineleaf":
+        opts.setdefault("q", fab.shape[1])
+    return opts
+
+
+def _coerce(opts: dict) -> dict:
+    """Integer-looking option strings as ints (for the compact forms, which do not go through
+    :func:`reactccl.algorithms.generate`)."""
+    return {k: int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v for k, v in opts.items()}
 
 
 #: The fabric each SP generator is built for (§3, §6.2, §6.3). The baselines (Bucket, Swing,
@@ -80,8 +126,19 @@ def _size_guard(name: str, fab, max_memory: str) -> None:
         raise PatternError(
             f"{name} on {fab.label} ({fab.num_nodes} nodes) would materialise about {est:.3g} flows, "
             f"~{need / 2 ** 30:.3g} GiB (limit --max-memory {max_memory}). The metrics route every flow; for "
-            "fabrics this large only generators with a compact form are timed, by symmetry (on tori: "
-            "sp-allreduce, k-sp-allreduce, bucket, swing-b, trivance-b; reactccl.algorithms.compact)")
+            f"fabrics this large only generators with a compact form are timed, by symmetry "
+            f"(reactccl.algorithms.compact): {_compact_hint(fab)}")
+
+
+def _compact_hint(fab) -> str:
+    """Which compact forms exist for ``fab`` (a sentence)."""
+    if fab.kind != "torus":
+        return f"compact forms exist only on tori, not on {fab.kind} fabrics"
+    base = "bucket, swing-b, trivance-b (where their generator accepts the sides)"
+    if len(set(fab.shape)) == 1:
+        return f"on {fab.label}: sp-allreduce, k-sp-allreduce, {base}"
+    return (f"on {fab.label}: {base}; sp-allreduce and k-sp-allreduce have compact forms on tori with "
+            "equal sides only")
 
 
 def _compact(name: str, fab, opts: dict):
@@ -90,7 +147,7 @@ def _compact(name: str, fab, opts: dict):
     if fab.kind != "torus" or name not in COMPACT_GENERATORS or fab.num_nodes <= VERIFY_LIMIT:
         return None
     try:
-        return compact_schedule(name, fab.num_nodes, shape=fab.shape, **opts)
+        return compact_schedule(name, fab.num_nodes, shape=fab.shape, **_coerce(opts))
     except PatternError:
         return None
 
@@ -109,18 +166,14 @@ def _metrics(args) -> int:
     note = _fabric_note(args, fab)
     if note and not args.force:
         raise PatternError(note + " (--force computes it anyway)")
-    cs = _compact(args.algorithm, fab, _options(args.opt))
+    size = parse_bytes(args.size, "--size")
+    rate = parse_rate(args.link_rate, "--link-rate", require_unit=True)
+    alpha = parse_time(args.alpha, "--alpha", allow_zero=True)
+    hop = parse_time(args.hop_latency, "--hop-latency", allow_zero=True)
+    opts = _fabric_options(args.algorithm, fab, _options(args.opt))
+    cs = _compact(args.algorithm, fab, {k: v for k, v in opts.items() if k != "shape"})
     if cs is None:
         _size_guard(args.algorithm, fab, args.max_memory)
-    size, rate = float(parse_size(args.size)), float(parse_rate(args.link_rate))
-    alpha, hop = float(parse_time(args.alpha)), float(parse_time(args.hop_latency))
-    if size <= 0 or rate <= 0 or alpha < 0 or hop < 0:
-        raise PatternError("--size and --link-rate must be > 0, --alpha and --hop-latency >= 0")
-    opts = _options(args.opt)
-    if args.algorithm not in ("ring", "rd-allreduce", "recursive-doubling", "rabenseifner", "sp-spineleaf"):
-        opts.setdefault("shape", fab.shape)
-    if args.algorithm == "sp-spineleaf":
-        opts.setdefault("q", fab.shape[1])
     if cs is not None:
         d, chunks, flows, how = compact_deficiency(cs), cs.num_chunks, cs.num_flows, " (by symmetry)"
     else:
@@ -129,7 +182,7 @@ def _metrics(args) -> int:
         chunks, flows, how = pat.num_chunks, pat.num_flows, ""
     beta = size * 8.0 / rate  # seconds to send the whole message over one link
     t_ab = d.time(alpha, beta)
-    t_rounds = float(round_times(d, size, rate, hop).sum())
+    t_rounds = float(round_times(d, size, rate, hop, alpha).sum())  # the goodput model engine's time
     doc = dict(algorithm=args.algorithm, fabric=fab.label, chunks=chunks, flows=flows, by_symmetry=cs is not None,
                **{k: v for k, v in d.as_dict().items() if k not in ("max_load", "max_hops")},
                message_bytes=size, link_rate_bps=rate, alpha_s=alpha, hop_latency_s=hop,
@@ -142,9 +195,10 @@ def _metrics(args) -> int:
         print(f"{args.algorithm} on {fab.label}: {chunks} chunks, {flows} flows{how}, S = {d.rounds} rounds")
         print(f"  Vol_abs = {d.vol_abs:.4g} N, Vol_phys = {d.vol_phys:.4g} N, Q = {d.q:.4g} N")
         print(f"  Psi = {d.psi:.4f}  Theta = {d.theta:.4f}  Omega = {d.omega:.4f}")
-        print(f"  time for N = {args.size} ({size:.0f} B) at {rate / 1e9:g} Gb/s: alpha*S + beta*Q = {alpha * 1e9:g} ns x {d.rounds}"
-              f" + {beta * 1e6:.4g} us/N x {d.q:.4g} N = {t_ab * 1e6:.4g} us;"
-              f" round model (+ longest route x {hop * 1e9:g} ns per round) {t_rounds * 1e6:.4g} us")
+        print(f"  time for N = {fmt_size(size)} ({size} B) at {rate / 1e9:g} Gb/s: alpha*S + beta*Q = {alpha * 1e9:g} ns x "
+              f"{d.rounds} + {beta * 1e6:.4g} us/N x {d.q:.4g} N = {t_ab * 1e6:.4g} us;"
+              f" round model (per round: alpha + longest route x {hop * 1e9:g} ns + most loaded link's bytes / "
+              f"rate; as sp goodput --engine model) {t_rounds * 1e6:.4g} us")
     return 0
 
 
@@ -152,45 +206,76 @@ def _ksp(args) -> int:
     from ..algorithms.kspt import ksp_tree
     from ..topology.torus import TorusGeometry
     fab = _fabric(args.fabric)
-    if fab.kind != "torus":
-        raise PatternError("sp ksp: k-SP trees are built on tori (--fabric torus:NxN)")
-    if fab.num_nodes <= VERIFY_LIMIT or len(set(fab.shape)) != 1:
-        _size_guard("k-sp-allreduce", fab, args.max_memory)  # beyond: by symmetry, nothing materialised
+    if fab.kind != "torus" or len(set(fab.shape)) != 1:
+        raise PatternError(f"sp ksp: k-SP trees are built on tori with equal sides (--fabric torus:NxN), "
+                           f"got {fab.label}")
     geom = TorusGeometry(fab.shape)
-    ks = [int(k) for k in args.ks.split(",")] if args.ks else list(range(1, geom.diameter + 1))
-    print(f"k-SP-allreduce on {fab.label} (p = {geom.num_nodes}, H = {geom.diameter})")
-    print(f"  {'k':>3s} {'depth':>5s} {'rounds':>6s} {'W(T)':>7s} {'Theta':>7s} {'Omega':>7s}  layer distances")
-    for k in ks:
+    ks = _int_list(args.ks, "--ks") if args.ks else list(range(1, geom.diameter + 1))
+    if fab.num_nodes <= VERIFY_LIMIT:
+        _size_guard("k-sp-allreduce", fab, args.max_memory)  # beyond: by symmetry, nothing materialised
+    rows = []
+    for k in ks:  # everything computed before the table is printed
         parent, L, W = ksp_tree(geom, k)
         cs = _compact("k-sp-allreduce", fab, {"k": k})
         if cs is None:
             pat = generate("k-sp-allreduce", geom.num_nodes, check=geom.num_nodes <= VERIFY_LIMIT, k=k,
                            shape=fab.shape)
         d = compact_deficiency(cs) if cs is not None else deficiency(pat, geom)
-        print(f"  {k:3d} {len(L) - 1:5d} {d.rounds:6d} {W:7d} {d.theta:7.3f} {d.omega:7.3f}  {L}")
+        rows.append(f"  {k:3d} {len(L) - 1:5d} {d.rounds:6d} {W:7d} {d.theta:7.3f} {d.omega:7.3f}  {L}")
+    print(f"k-SP-allreduce on {fab.label} (p = {geom.num_nodes}, H = {geom.diameter})")
+    print(f"  {'k':>3s} {'depth':>5s} {'rounds':>6s} {'W(T)':>7s} {'Theta':>7s} {'Omega':>7s}  layer distances")
+    print("\n".join(rows))
     return 0
+
+
+#: ``sp goodput`` flags -> the run_experiment argument they set (``--shape`` sets ``shapes``
+#: for sp-rect, ``shape`` for the others).
+_FLAGS = {"--sides": "sides", "--values": "values", "--families": "families", "--ks": "ks"}
+
+
+def _applies(flag: str, key: str, name: str) -> None:
+    """PatternError when experiment ``name`` does not take ``flag`` (run_experiment's ``key``)."""
+    if key not in OPTIONS[name]:
+        takes = ", ".join(e for e, o in OPTIONS.items() if key in o)
+        raise PatternError(f"{flag} does not apply to {name}; it applies to {takes}")
 
 
 def _goodput(args) -> int:
     from ..experiments.sp_figures import run_experiment
+    name = args.name
     kw = dict(engine=args.engine, quick=args.quick)
+    for flag, key in _FLAGS.items():
+        if getattr(args, key) is not None:
+            _applies(flag, key, name)
+    if args.shape is not None:
+        _applies("--shape", "shapes" if name == "sp-rect" else "shape", name)
     if args.sizes:
-        kw["sizes"] = [int(parse_size(s)) for s in args.sizes.split(",")]
+        kw["sizes"] = list(dict.fromkeys(parse_bytes(s, "--sizes") for s in args.sizes.split(",")))
     if args.sides:
-        kw["sides"] = [int(s) for s in args.sides.split(",")]
+        kw["sides"] = list(dict.fromkeys(_int_list(args.sides, "--sides", least=3)))
     if args.values:
-        conv = parse_rate if args.name == "sp-linkrate" else parse_time
-        kw["values"] = [float(conv(v)) for v in args.values.split(",")]
-    if args.alpha:
-        kw["alpha"] = float(parse_time(args.alpha))
+        if name == "sp-linkrate":
+            kw["values"] = [parse_rate(v, "--values (link rates)", require_unit=True) for v in args.values.split(",")]
+        else:
+            kw["values"] = [parse_time(v, "--values (hop latencies)", allow_zero=True) for v in args.values.split(",")]
+    if args.alpha is not None:
+        kw["alpha"] = parse_time(args.alpha, "--alpha", allow_zero=True)
     if args.families:
-        kw["families"] = args.families.split(",")
+        kw["families"] = [f.strip() for f in args.families.split(",")]
     if args.ks:
-        kw["ks"] = [int(k) for k in args.ks.split(",")]
+        kw["ks"] = _int_list(args.ks, "--ks")
     if args.shape:
-        shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape.split(",")]
-        kw["shapes"], kw["shape"] = shapes, shapes[0]
-    print(run_experiment(args.name, args.out, **kw))
+        try:
+            shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shape.split(",")]
+        except ValueError:
+            raise PatternError(f"--shape: expected AxB[,CxD], got {args.shape!r}") from None
+        if name == "sp-rect":
+            kw["shapes"] = shapes
+        elif len(shapes) > 1:
+            raise PatternError(f"--shape: {name} takes one shape, got {args.shape!r}")
+        else:
+            kw["shape"] = shapes[0]
+    print(run_experiment(name, args.out, **kw))
     return 0
 
 
@@ -215,8 +300,8 @@ def add_parser(subparsers) -> None:
     m.add_argument("--opt", action="append", metavar="KEY=VALUE", help="generator option (repeatable), e.g. k=3")
     m.add_argument("--packed", action="store_true", help="pack flows per (round, src, dst) first (same metrics)")
     m.add_argument("--json", action="store_true", help="print one JSON document")
-    m.add_argument("--size", default="1MiB", help="message size N for the time (default 1MiB)")
-    m.add_argument("--link-rate", default="400Gbps", help="link rate, 1/beta (default 400Gbps, §7.1)")
+    m.add_argument("--size", default="1MiB", help="message size N, whole bytes (default 1MiB)")
+    m.add_argument("--link-rate", default="400Gbps", help="link rate with a unit, 1/beta (default 400Gbps, §7.1)")
     m.add_argument("--alpha", default="400ns", help="alpha per round in alpha*S + beta*Q (default 400ns, one hop of §7.1)")
     m.add_argument("--hop-latency", default="400ns", help="per-hop latency of the round model (default 400ns, §7.1)")
     m.add_argument("--force", action="store_true", help="measure an SP generator on a fabric it is not built for")
@@ -236,9 +321,10 @@ def add_parser(subparsers) -> None:
     g.add_argument("--sides", help="sp-square: comma-separated n of n x n tori (default 8,16)")
     g.add_argument("--values", help="sp-linkrate: rates (e.g. 100Gbps,400Gbps); sp-latency: latencies (200ns,...)")
     g.add_argument("--shape", help="sp-rect: shapes like 64x16,128x8; sp-hyperx/sp-spineleaf: one shape")
-    g.add_argument("--alpha", help="per-round overhead for the model engine, e.g. 1us (default 0)")
-    g.add_argument("--families", help="sp-rect/sp-hyperx/sp-spineleaf: families to run, e.g. SP,Bucket,Swing")
-    g.add_argument("--ks", help="k-SP depth bounds to try, e.g. 1,2,3,5,8 (default 1..H)")
+    g.add_argument("--alpha", help="per-round overhead for the model engine, e.g. 1us (default 0; 0 allowed)")
+    g.add_argument("--families", help="families to run, e.g. SP,Bucket,Swing (default: the experiment's)")
+    g.add_argument("--ks", help="k-SP depth bounds to try, e.g. 1,2,3,5,8 (default 1..H; H always added; "
+                                "netsim beyond 256 nodes: 1,2,H/4,H/2,H)")
     g.add_argument("--quick", action="store_true", help="small configuration (tiny fabric, 3 sizes; seconds)")
     g.add_argument("--out", default="results/sp", help="output folder for JSON and PNG (default results/sp)")
     g.set_defaults(func=_run, sp_func=_goodput)

@@ -26,14 +26,22 @@ Why our numbers differ from the paper's (SST, packet level) — measured 2026-11
   99.1% vs 94.9%; 256x4 torus 96.2% vs 91.4%). Ratios between schedules survive better than
   absolute values (HyperX SP/Swing 15.4x vs 14.8x).
 * Small messages: both engines charge only hop latency (400 ns/hop) and no per-message
-  overhead, so a tree of depth k costs as much latency as the BFS tree (the edge routes add
-  up to H hops either way) and k-SP never beats SP with alpha = 0; SST's per-message costs
-  reward fewer rounds. With ``alpha = 1 us`` per round (model engine) the best k grows with
-  the message size as in Table 1.
+  overhead, so a tree of depth k costs about as much latency as the BFS tree (the edge routes
+  add up to H hops either way). In the round model with alpha = 0, k-SP never beats SP: the
+  best k is H at every size (8x8, 64 KiB: k=7 73.15, k=8 = SP 73.26 Gb/s). In netsim a
+  shallower tree wins by about 1% at small sizes because messages start as soon as their
+  inputs arrive (8x8, 64 KiB: k=6 74.0 vs SP 73.3 Gb/s). SST's per-message costs reward fewer
+  rounds; with ``alpha = 1 us`` per round (model engine) the best k grows with the message
+  size as in Table 1.
 * Data-driven flows vs rounds: netsim starts a message when its inputs have arrived; the
   model is round-synchronous (eq. 6). For schedules balanced in every round (SP, Swing and
-  Bucket on square tori) both give the same times; Bucket on rectangular tori is much
-  better in netsim (instances overlap) than in the round model.
+  Bucket on square tori) both give the same times. k-SP trees are not: 16x16, k=2, 256 KiB
+  takes 1.90e-5 s in netsim and 2.33e-5 s in the model, so ``engine="auto"`` reports say
+  which engine timed each fabric and carry :data:`AUTO_NOTE`. Bucket on rectangular tori
+  is much better in netsim (instances overlap) than in the round model (256 MiB: 32x4 651
+  vs 423 Gb/s, 64x16 748 vs 451, paper 706); ``engine="auto"`` keeps the model for the
+  paper's 1024-node rectangles (netsim: ~30 s per schedule and size on 64x16, hours for
+  the whole figure), so reports print a caveat wherever the model timed Bucket there.
 * Routing: the simulator routes like the model and the paper: dimension order on tori and
   HyperX, the sender's spine on spine-leaf (§6.3). Hashed ECMP instead collides on leaf-spine
   links: SP on an 8x8 spine-leaf then reaches 89.0% against 99.97% (bench/bench_spineleaf.py --ecmp).
@@ -51,7 +59,8 @@ from pathlib import Path
 
 from .sp_goodput import KIB, MIB, SIZES, Fabric, GoodputRun, goodput_sweep
 
-__all__ = ["EXPERIMENTS", "QUICK", "PAPER", "run_experiment", "gain_table", "fmt_size"]
+__all__ = ["EXPERIMENTS", "QUICK", "OPTIONS", "PAPER", "run_experiment", "gain_table", "fmt_size", "prepare_out",
+           "panel_title"]
 
 BASELINES = ("Bucket", "Swing", "Trivance")
 
@@ -77,8 +86,21 @@ PAPER = {
 
 
 def fmt_size(b: int) -> str:
-    """``65536 -> '64 KiB'``."""
-    return f"{b // MIB} MiB" if b >= MIB else f"{b // KIB} KiB"
+    """Exact label of a size in bytes: ``65536 -> '64 KiB'``, ``100000 -> '100 KB'``,
+    ``1536 -> '1.5 KiB'``, ``3 -> '3 B'`` (binary units first, then decimal, then binary
+    with up to three decimals, else bytes)."""
+    b = int(b)
+    units = [(2 ** 30, "GiB"), (MIB, "MiB"), (KIB, "KiB")]
+    for u, name in units:
+        if b >= u and b % u == 0:
+            return f"{b // u} {name}"
+    for u, name in [(10 ** 9, "GB"), (10 ** 6, "MB"), (10 ** 3, "KB")]:
+        if b >= u and b % u == 0:
+            return f"{b // u} {name}"
+    for u, name in units:
+        if b >= u and (b * 1000) % u == 0:
+            return f"{b / u:g} {name}"
+    return f"{b} B"
 
 
 def _best(run: GoodputRun, fam: str, size: int) -> dict | None:
@@ -89,7 +111,8 @@ def _best(run: GoodputRun, fam: str, size: int) -> dict | None:
 
 
 def gain_table(run: GoodputRun, ours: str, against=BASELINES) -> list[dict]:
-    """Per size: ``ours`` family's goodput over the best of ``against`` (the paper's gain(M))."""
+    """Per size: ``ours`` family's goodput over the best of ``against`` (the paper's gain(M));
+    empty where ``ours`` or every baseline is missing."""
     out = []
     for size in sorted({r["size"] for r in run.best}):
         mine = _best(run, ours, size)
@@ -102,6 +125,20 @@ def gain_table(run: GoodputRun, ours: str, against=BASELINES) -> list[dict]:
     return out
 
 
+def _gain_summary(g: list[dict], ours: str) -> tuple[dict, str]:
+    """Max and min of a :func:`gain_table` (where ``ours`` wins most and where it loses)."""
+    if not g:
+        return {}, f"no {ours} and baseline at the same size here: no gain to report"
+    top, low = max(g, key=lambda r: r["ratio"]), min(g, key=lambda r: r["ratio"])
+    summ = dict(max_gain=top["ratio"], at=fmt_size(top["size"]), over=top["other"],
+                min_ratio=low["ratio"], min_at=fmt_size(low["size"]), min_vs=low["other"])
+    text = (f"{ours} over best baseline: max {top['ratio']:.3f}x at {fmt_size(top['size'])} (over {top['other']}), "
+            f"min {low['ratio']:.3f}x at {fmt_size(low['size'])} (vs {low['other']})")
+    if low["ratio"] < 0.995:
+        text += f" -- {ours} loses there by {100 * (1 - low['ratio']):.1f}%"
+    return summ, text
+
+
 def _table(run: GoodputRun) -> str:
     fams = list(dict.fromkeys(r["family"] for r in run.best))
     lines = [f"{run.meta['fabric']}  (goodput Gb/s; bound {run.meta['bound'] / 1e9:.0f} Gb/s; "
@@ -112,7 +149,7 @@ def _table(run: GoodputRun) -> str:
         lines.append(f"  {fmt_size(size):9s} " + "".join(f"{v['goodput'] / 1e9:11.1f}" if v else f"{'-':>11s}"
                                                           for v in vals))
     if run.skipped:
-        lines.append("  not available here: " + "; ".join(f"{k}: {v.split(':')[0]}" for k, v in run.skipped.items()))
+        lines.append("  not available here: " + "; ".join(f"{k} ({v.splitlines()[0]})" for k, v in run.skipped.items()))
     sym = run.meta.get("by_symmetry") or []
     lines.append(f"  wall {run.meta['wall_s']:.1f} s, {run.meta['messages_simulated']} messages timed, "
                  f"{run.meta['messages_per_s']:.0f} messages/s"
@@ -134,8 +171,7 @@ def _plot(runs: list[GoodputRun], path: Path, title: str) -> None:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel("goodput (Gb/s)")
-        ax.set_title(f"{run.meta['fabric']}, {run.meta['link_rate'] / 1e9:g} Gb/s, "
-                     f"{run.meta['hop_latency'] * 1e9:g} ns", fontsize=9)
+        ax.set_title(panel_title(run), fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
@@ -144,28 +180,43 @@ def _plot(runs: list[GoodputRun], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def panel_title(run: GoodputRun) -> str:
+    """The plot title of one run: fabric, link rate, hop latency and the engine that timed it."""
+    m = run.meta
+    return f"{m['fabric']}, {m['link_rate'] / 1e9:g} Gb/s, {m['hop_latency'] * 1e9:g} ns ({m['engine']})"
+
+
+def _sweep_kw(args) -> dict:
+    return dict(engine=args.get("engine", "netsim"), alpha=args.get("alpha", 0.0), log=args.get("log", print))
+
+
 def _square(args) -> tuple[list[GoodputRun], list[str], dict]:
     runs, rep, summ = [], [], {}
+    families = args.get("families") or ["SP", "k-SP", "Bucket", "Swing", "Trivance"]
+    paper = PAPER["sp-square"]
     for n in args.get("sides", [8, 16]):
-        run = goodput_sweep(Fabric("torus", (n, n)), ["SP", "k-SP", "Bucket", "Swing", "Trivance"],
-                            args.get("sizes"), engine=args.get("engine", "netsim"), ks=args.get("ks"),
-                            alpha=args.get("alpha", 0.0), log=args.get("log", print))
+        run = goodput_sweep(Fabric("torus", (n, n)), families, args.get("sizes"), ks=args.get("ks"), **_sweep_kw(args))
         runs.append(run)
         rep.append(_table(run))
-        g = gain_table(run, "k-SP")
-        top = max(g, key=lambda r: r["ratio"])
-        bk = [r for r in run.best if r["size"] == min(r2["size"] for r2 in run.best)]
-        sp = next(r for r in bk if r["family"] == "SP")["goodput"]
-        bu = next(r for r in bk if r["family"] == "Bucket")["goodput"]
         key = f"{n}x{n}"
-        summ[key] = dict(max_gain_pct=100 * (top["ratio"] - 1), at=fmt_size(top["size"]),
-                         sp_over_bucket_smallest=sp / bu,
-                         best_k=[r["variant"] for r in run.best if r["family"] == "k-SP"])
-        rep.append(f"  k-SP envelope over best of Bucket/Swing/Trivance: max {100 * (top['ratio'] - 1):+.1f}% at "
-                   f"{fmt_size(top['size'])} (paper: {PAPER['sp-square']['max k-SP gain over best baseline (%)'].get(key, '-')}% "
-                   f"at {PAPER['sp-square']['at size'].get(key, '-')}); SP/Bucket at smallest size {sp / bu:.2f}x "
-                   f"(paper {PAPER['sp-square']['SP / Bucket at 64 KiB'].get(key, '-')})")
-        rep.append("  best k per size: " + " ".join(v.replace("k=", "") for v in summ[key]["best_k"]))
+        s, text = _gain_summary(gain_table(run, "k-SP"), "k-SP envelope")
+        rep.append("  " + text)
+        if key in paper["at size"]:
+            at = [size for size in {r["size"] for r in run.best} if fmt_size(size) == paper["at size"][key]]
+            ours = {g["size"]: g["ratio"] for g in gain_table(run, "k-SP")}
+            here = f"; ours there {100 * (ours[at[0]] - 1):+.1f}%" if at and at[0] in ours else "; size not run here"
+            rep.append(f"  paper {key}: max k-SP gain {paper['max k-SP gain over best baseline (%)'][key]:+.1f}% "
+                       f"at {paper['at size'][key]}{here}")
+        sp, bu = _best(run, "SP", 64 * KIB), _best(run, "Bucket", 64 * KIB)
+        if sp and bu:
+            s["sp_over_bucket_64KiB"] = sp["goodput"] / bu["goodput"]
+            ref = paper["SP / Bucket at 64 KiB"].get(key)
+            rep.append(f"  SP/Bucket at 64 KiB {sp['goodput'] / bu['goodput']:.2f}x"
+                       + (f" (paper {key}: {ref:.2f}x)" if ref else ""))
+        s["best_k"] = {fmt_size(r["size"]): r["variant"] for r in run.best if r["family"] == "k-SP"}
+        summ[key] = s
+        if s["best_k"]:
+            rep.append("  best k per size: " + ", ".join(f"{z} {v}" for z, v in s["best_k"].items()))
     return runs, rep, summ
 
 
@@ -173,19 +224,22 @@ def _sweep(args, what: str) -> tuple[list[GoodputRun], list[str], dict]:
     runs, rep, summ = [], [], {}
     values = args.get("values") or ([100e9, 200e9, 400e9, 800e9, 1.6e12, 3.2e12] if what == "rate"
                                     else [200e-9, 400e-9, 800e-9, 1600e-9])
+    fab = Fabric("torus", tuple(args.get("shape", (8, 8))))
+    rep.append(f"{fab.label}: k-SP envelope over the best of Bucket/Swing/Trivance, per {what}")
     for v in values:
         kw = dict(link_rate=v) if what == "rate" else dict(hop_latency=v)
-        run = goodput_sweep(Fabric("torus", tuple(args.get("shape", (8, 8)))), ["k-SP", "Bucket", "Swing", "Trivance"],
-                            args.get("sizes"), engine=args.get("engine", "netsim"), ks=args.get("ks"),
-                            alpha=args.get("alpha", 0.0), log=args.get("log", print), **kw)
+        run = goodput_sweep(fab, args.get("families") or ["k-SP", "Bucket", "Swing", "Trivance"], args.get("sizes"),
+                            ks=args.get("ks"), **_sweep_kw(args), **kw)
         runs.append(run)
         g = gain_table(run, "k-SP")
-        top = max(g, key=lambda r: r["ratio"])
         label = f"{v / 1e9:g} Gb/s" if what == "rate" else f"{v * 1e9:g} ns"
-        summ[label] = dict(max_gain_pct=100 * (top["ratio"] - 1), at=fmt_size(top["size"]),
-                           gains_pct=[round(100 * (r["ratio"] - 1), 2) for r in g])
-        rep.append(f"  {label:>10s}: k-SP gain max {100 * (top['ratio'] - 1):+.1f}% at {fmt_size(top['size'])}; "
-                   "per size " + " ".join(f"{100 * (r['ratio'] - 1):+.0f}" for r in g))
+        s, text = _gain_summary(g, "k-SP")
+        s["gains_pct"] = {fmt_size(r["size"]): round(100 * (r["ratio"] - 1), 2) for r in g}
+        summ[label] = s
+        rep.append(f"  {label:>10s} ({run.meta['engine']}): {text}")
+        if g:
+            rep.append("    gain per size: " + ", ".join(f"{fmt_size(r['size'])} {100 * (r['ratio'] - 1):+.0f}%"
+                                                        for r in g))
     return runs, rep, summ
 
 
@@ -193,20 +247,25 @@ def _single(args, fabrics, families) -> tuple[list[GoodputRun], list[str], dict]
     runs, rep, summ = [], [], {}
     families = args.get("families") or families
     for fab in fabrics:
-        run = goodput_sweep(fab, families, args.get("sizes"), engine=args.get("engine", "netsim"),
-                            alpha=args.get("alpha", 0.0), log=args.get("log", print))
+        run = goodput_sweep(fab, families, args.get("sizes"), ks=args.get("ks"), **_sweep_kw(args))
         runs.append(run)
         rep.append(_table(run))
-        g = gain_table(run, "SP", [f for f in families if f != "SP"])
-        top = max(g, key=lambda r: r["ratio"])
+        key = "x".join(map(str, fab.shape))
+        s, text = _gain_summary(gain_table(run, "SP", [f for f in families if f != "SP"]), "SP")
         big = max(r["size"] for r in run.best)
         sp_big = _best(run, "SP", big)
-        key = "x".join(map(str, fab.shape))
-        summ[key] = dict(sp_fraction_largest=sp_big["fraction"], max_gain=top["ratio"], at=fmt_size(top["size"]),
-                         over=top["other"])
-        rep.append(f"  SP at {fmt_size(big)}: {sp_big['goodput'] / 1e9:.1f} Gb/s = {100 * sp_big['fraction']:.1f}% "
-                   f"of the bound; max gain over best baseline {top['ratio']:.2f}x at {fmt_size(top['size'])} "
-                   f"(over {top['other']})")
+        if sp_big:
+            s["sp_fraction_largest"] = sp_big["fraction"]
+            rep.append(f"  SP at {fmt_size(big)}: {sp_big['goodput'] / 1e9:.1f} Gb/s = "
+                       f"{100 * sp_big['fraction']:.1f}% of the bound")
+        rep.append("  " + text)
+        if (fab.kind == "torus" and len(set(fab.shape)) > 1 and run.meta["engine"] == "model"
+                and any(r["family"] == "Bucket" for r in run.best)):
+            rep.append(f"  caveat: Bucket on the rectangular {key} comes from the round-synchronous model, which "
+                       "charges each round its slowest instance; netsim lets Bucket's instances overlap and gives "
+                       "much more (256 MiB: 32x4 651 Gb/s netsim vs 423 model, 64x16 748 vs 451, paper 706); "
+                       "compare Bucket with the paper only from --engine netsim (64x16: ~30 s per size)")
+        summ[key] = s
     return runs, rep, summ
 
 
@@ -227,43 +286,98 @@ EXPERIMENTS = {
 _QUICK_SIZES = [64 * KIB, MIB, 16 * MIB]
 
 #: Small configurations for ``quick=True``: same families and outputs, tiny fabrics and three
-#: sizes (64 KiB, 1 MiB, 16 MiB); explicit arguments still override them.
+#: sizes (64 KiB, 1 MiB, 16 MiB); explicit arguments still override them. k-SP tries every
+#: k of the torus (1..H), as in the full runs.
 QUICK = {
-    "sp-square": dict(sides=[4], sizes=_QUICK_SIZES, ks=[1, 2, 4]),
-    "sp-linkrate": dict(shape=(4, 4), values=[100e9, 1.6e12], sizes=_QUICK_SIZES, ks=[1, 2, 4]),
-    "sp-latency": dict(shape=(4, 4), values=[200e-9, 1600e-9], sizes=_QUICK_SIZES, ks=[1, 2, 4]),
+    "sp-square": dict(sides=[4], sizes=_QUICK_SIZES),
+    "sp-linkrate": dict(shape=(4, 4), values=[100e9, 1.6e12], sizes=_QUICK_SIZES),
+    "sp-latency": dict(shape=(4, 4), values=[200e-9, 1600e-9], sizes=_QUICK_SIZES),
     "sp-rect": dict(shapes=[(8, 4)], sizes=_QUICK_SIZES),
     "sp-hyperx": dict(shape=(4, 4), sizes=_QUICK_SIZES),
     "sp-spineleaf": dict(shape=(4, 4), sizes=_QUICK_SIZES),
 }
+
+_COMMON = {"sizes", "engine", "alpha", "log"}
+#: The arguments each experiment takes besides sizes, engine, alpha and log.
+OPTIONS = {"sp-square": {"sides", "families", "ks"}, "sp-linkrate": {"shape", "values", "families", "ks"},
+           "sp-latency": {"shape", "values", "families", "ks"}, "sp-rect": {"shapes", "families", "ks"},
+           "sp-hyperx": {"shape", "families"}, "sp-spineleaf": {"shape", "families"}}
+
+AUTO_NOTE = ("note (--engine auto): fabrics up to 256 nodes come from netsim, larger ones from the model; for "
+             "k-SP the two differ (netsim starts a message when its inputs arrive and so overlaps rounds, the "
+             "model is round-synchronous): 16x16, k=2, 256 KiB takes 1.90e-5 s in netsim and 2.33e-5 s in the "
+             "model, and the best k is below H in netsim at small sizes but always H in the model with alpha = 0")
+QUICK_NOTE = "quick run: small fabric and three sizes, not comparable to the paper's figures"
+
+
+def prepare_out(out_dir: str | Path) -> Path:
+    """Create the output folder ``out_dir`` (and its parents) and check it is writable,
+    before any computation.
+
+    Raises:
+        ValueError: it cannot be created (a file in the way, a parent that is not a folder)
+            or written, naming the path and the reason.
+    """
+    import os
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {out}: cannot create the output folder ({e.strerror or e})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: the output folder is not writable")
+    return out
+
+
+def _paper_text(paper: dict) -> list[str]:
+    """The paper's figures, one line per quantity (``key: 8x8 8.0, 16x16 19.0``)."""
+    lines = []
+    for key, val in paper.items():
+        if isinstance(val, dict):
+            val = ", ".join(f"{k} {v}" for k, v in val.items())
+        elif isinstance(val, list):
+            val = " ".join(map(str, val))
+        lines.append(f"  {key}: {val}")
+    return lines
 
 
 def run_experiment(name: str, out_dir: str | Path, quick: bool = False, **args) -> str:
     """Run experiment ``name``, write ``<out_dir>/<name>.json`` and ``.png``; return the report.
 
     Args (all optional): ``quick`` (start from :data:`QUICK`'s small configuration),
-    ``sizes`` (bytes), ``engine`` ("netsim"/"model"), ``sides`` (sp-square),
-    ``ks`` (depth bounds tried for k-SP; default 1..H), ``alpha`` (s per round, model engine),
-    ``families`` (sp-rect, sp-hyperx, sp-spineleaf: a subset of the families, SP first),
-    ``values`` (rates in bit/s or latencies in s for the sweeps), ``shapes``/``shape``
-    (sp-linkrate/sp-latency: the torus, default 8x8), ``log`` (progress printer, ``None``
-    for silence).
+    ``sizes`` (bytes), ``engine`` ("netsim"/"model"/"auto"), ``sides`` (sp-square),
+    ``ks`` (depth bounds tried for k-SP; default 1..H, H always added), ``alpha`` (s per
+    round, model engine), ``families`` (a subset of the experiment's families),
+    ``values`` (rates in bit/s or latencies in s for the sweeps), ``shapes`` (sp-rect) /
+    ``shape`` (sp-linkrate, sp-latency, sp-hyperx, sp-spineleaf), ``log`` (progress printer,
+    ``None`` for silence). Which experiment takes which is :data:`OPTIONS`.
 
     Raises:
-        ValueError: unknown experiment name.
+        ValueError: unknown experiment name, an argument the experiment does not take, an
+            output folder that cannot be created (checked first), or a bad size, k or family.
     """
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+    bad = sorted(set(args) - _COMMON - OPTIONS[name])
+    if bad:
+        takes = ", ".join(sorted(e for e, o in OPTIONS.items() if bad[0] in o)) or "none"
+        raise ValueError(f"{name} does not take {bad[0]!r} (experiments that do: {takes})")
+    out = prepare_out(out_dir)
     if quick:
         args = {**QUICK[name], **args}
     runs, rep, summ = EXPERIMENTS[name](args)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    doc = dict(experiment=name, quick=bool(quick), summary=summ, paper=PAPER.get(name, {}),
+    engines = list(dict.fromkeys(r.meta["engine"] for r in runs))
+    notes = ([QUICK_NOTE] if quick else []) + ([AUTO_NOTE] if args.get("engine") == "auto" else [])
+    doc = dict(experiment=name, quick=bool(quick), engines=engines, notes=notes, summary=summ,
+               paper=PAPER.get(name, {}),
                runs=[dict(meta=r.meta, best=r.best, rows=r.rows, skipped=r.skipped) for r in runs])
     (out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=float))
     _plot(runs, out / f"{name}.png", f"{name}{' --quick' if quick else ''}: goodput G = N(p-1)/(pT) "
-                                      f"(ours, {runs[0].meta['engine']})")
-    report = "\n".join([f"== {name} =="] + rep + [f"paper: {json.dumps(PAPER.get(name, {}))}",
-                                                  f"wrote {out / (name + '.json')} and {out / (name + '.png')}"])
-    return report
+                                      f"(ours, {' + '.join(engines)})")
+    paper = PAPER.get(name, {})
+    report = ([f"== {name} ==" + (f" ({QUICK_NOTE})" if quick else "")] + rep + notes[int(quick):]
+              + (["paper (SST, its text):"] + _paper_text(paper) if paper else [])
+              + [f"wrote {out / (name + '.json')} and {out / (name + '.png')}"])
+    return "\n".join(report)

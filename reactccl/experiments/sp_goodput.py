@@ -40,13 +40,14 @@ from ..pattern import CollectivePattern, PatternError, verify
 from ..topology.torus import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE, HyperXGeometry, SpineLeafGeometry,
                               TorusGeometry, fabric_topology)
 
-__all__ = ["Fabric", "SIZES", "Variant", "family_variants", "GoodputRun", "goodput_sweep", "VERIFY_LIMIT",
+__all__ = ["Fabric", "SIZES", "Variant", "family_variants", "torus_ks", "NETSIM_KS", "check_sizes", "GoodputRun", "goodput_sweep", "VERIFY_LIMIT",
            "NETSIM_LIMIT"]
 
 KIB, MIB = 1024, 1024 * 1024
 SIZES = [64 * KIB * 2 ** i for i in range(13)]  # 64 KiB .. 256 MiB, §7
 VERIFY_LIMIT = 256  # exact count check up to this many ranks; structural (generator) checks beyond
 NETSIM_LIMIT = 1024  # nodes; the simulator holds every flow (SP on 64x64: 134 M)
+NETSIM_KS = 4  # k-SP depth bounds tried by default with netsim beyond VERIFY_LIMIT nodes (30-80 s each on 32x32)
 EXACT_CELLS = 2 ** 28  # ... or while ranks x ranks x chunks stays this small (Swing-L, Trivance-L)
 
 
@@ -151,9 +152,32 @@ class Variant:
             return None
 
 
+def torus_ks(shape: tuple[int, ...], ks: list[int] | None = None) -> list[int]:
+    """The k-SP depth bounds to try on a torus of ``shape``: ``ks`` (default 1..H) with values
+    above H = sum of floor(n/2) cut to H (the same tree, :func:`~reactccl.algorithms.kspt.ksp_tree`),
+    and H itself always included, so that the envelope over k contains the BFS tree
+    (SP-allreduce §5). Sorted, without duplicates.
+
+    Raises:
+        ValueError: a k below 1 or not an integer.
+    """
+    H = sum(n // 2 for n in shape)
+    if ks is None:
+        return list(range(1, H + 1))
+    bad = [k for k in ks if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1]
+    if bad:
+        raise ValueError(f"k-SP depth bounds must be integers >= 1, got {bad[0]!r}")
+    return sorted({min(int(k), H) for k in ks} | {H})
+
+
 def family_variants(fabric: Fabric, families: list[str], ks: list[int] | None = None) -> list[Variant]:
-    """The variants of each family that exist on ``fabric`` (variants whose generator
-    refuses this shape, e.g. Trivance-L off powers of three, are left out)."""
+    """The variants of each family on ``fabric``, for k-SP one per k of :func:`torus_ks`
+    (variants whose generator then refuses this shape, e.g. Trivance-L off powers of three,
+    are left out by :func:`goodput_sweep`).
+
+    Raises:
+        ValueError: an unknown family or a bad k.
+    """
     shape = tuple(fabric.shape)
     tor = {"shape": shape}
     out: list[Variant] = []
@@ -166,8 +190,7 @@ def family_variants(fabric: Fabric, families: list[str], ks: list[int] | None = 
             else:
                 out.append(Variant(fam, "sp-spineleaf", "sp-spineleaf", {"q": shape[1]}))
         elif fam == "k-SP":
-            H = sum(n // 2 for n in shape)
-            for k in (ks or list(range(1, H + 1))):
+            for k in torus_ks(shape, ks):
                 out.append(Variant(fam, f"k={k}", "k-sp-allreduce", {"k": k, "shape": shape}))
         elif fam == "Bucket":
             out.append(Variant(fam, "bucket", "bucket", tor, "instance"))
@@ -206,6 +229,27 @@ class GoodputRun:
     meta: dict
 
 
+def check_sizes(sizes) -> list[int]:
+    """``sizes`` as whole bytes >= 1, duplicates removed, order kept.
+
+    Raises:
+        ValueError: a size that is not a whole number >= 1.
+    """
+    out = []
+    for s in sizes:
+        if isinstance(s, bool) or not float(s) == int(s) or int(s) < 1:
+            raise ValueError(f"message sizes must be whole numbers of bytes >= 1, got {s!r}")
+        out.append(int(s))
+    return list(dict.fromkeys(out))
+
+
+def default_netsim_ks(shape: tuple[int, ...]) -> list[int]:
+    """A small set of k for netsim on large tori: 1, 2, H/4, H/2 and H (:data:`NETSIM_KS`
+    values below H, plus H)."""
+    H = sum(n // 2 for n in shape)
+    return sorted({k for k in (1, 2, H // 4, H // 2) if 1 <= k < H} | {H})
+
+
 def _time_one(engine, packed, fabric, size, link_rate, hop_latency, topo, d, alpha=0.0):
     if engine == "netsim":
         from ..netsim import SimulatedCluster
@@ -225,13 +269,20 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
         link_rate: bit/s per link; hop_latency: s per hop.
         engine: "netsim", "model" (see the module docstring) or "auto" (netsim up to
             :data:`VERIFY_LIMIT` nodes, the model beyond).
-        ks: depth bounds tried for k-SP (default 1..H).
+        ks: depth bounds tried for k-SP (default 1..H; with netsim beyond :data:`VERIFY_LIMIT`
+            nodes :func:`default_netsim_ks`, logged, since each k then takes 30-80 s); H is
+            always added (:func:`torus_ks`).
         alpha: extra seconds per round (model engine only; the paper's simulator charges
             none for the reduction, but a per-message overhead is what rewards fewer rounds).
         log: progress printer (``None`` for silence).
 
     Raises:
-        ValueError: unknown engine or family; netsim on more than :data:`NETSIM_LIMIT` nodes.
+        ValueError: unknown engine or family; netsim on more than :data:`NETSIM_LIMIT` nodes;
+            a bad size or k.
+
+    Variants whose generator refuses the fabric (PatternError or ValueError, e.g. a torus
+    layout with a side below 3 for the baselines on a 4x1 spine-leaf) go to ``skipped``
+    with the reason; the run goes on.
     """
     if engine not in ("netsim", "model", "auto"):
         raise ValueError(f"engine must be 'netsim', 'model' or 'auto', got {engine!r}")
@@ -243,20 +294,26 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
                          f"use engine 'model' (exact by symmetry on tori) or 'auto'")
     if alpha and engine != "model":
         raise ValueError("alpha (per-round overhead) is only modelled by the 'model' engine")
-    sizes = list(SIZES if sizes is None else sizes)
+    sizes = check_sizes(SIZES if sizes is None else sizes)
     log = log or (lambda *a, **k: None)
+    if engine == "netsim" and fabric.num_nodes > VERIFY_LIMIT and ks is None and "k-SP" in families:
+        ks = default_netsim_ks(fabric.shape)
+        log(f"  note: netsim on {fabric.label} ({fabric.num_nodes} nodes) takes 30-80 s per k-SP depth bound: "
+            f"trying k = {','.join(map(str, ks))} only (--ks for others); --engine auto or model times all k in "
+            "seconds (exact by symmetry, round-synchronous)")
     t0 = time.perf_counter()
     p = fabric.num_nodes
     topo = fabric.topology(link_rate, hop_latency) if engine == "netsim" else None
     geom = fabric.geometry()
     bound = fabric.bound(link_rate)
     rows, skipped, flows, by_symmetry = [], {}, 0, []
-    for var in family_variants(fabric, families, ks):
+    variants = family_variants(fabric, families, ks)
+    for var in variants:
         tv = time.perf_counter()
-        cs = var.compact(fabric) if engine == "model" and p > VERIFY_LIMIT else None
         try:
+            cs = var.compact(fabric) if engine == "model" and p > VERIFY_LIMIT else None
             packed = None if cs is not None else var.packed(var.pattern(p))
-        except PatternError as e:
+        except (PatternError, ValueError) as e:
             skipped[var.label] = str(e)
             continue
         if cs is not None:
@@ -281,7 +338,8 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
             best.append(dict(family=fam, size=int(size), goodput=b["goodput"], fraction=b["fraction"],
                              variant=b["variant"], time=b["time"]))
     wall = time.perf_counter() - t0
-    meta = dict(fabric=fabric.label, engine=engine, link_rate=link_rate, hop_latency=hop_latency, alpha=alpha,
+    meta = dict(fabric=fabric.label, engine=engine,
+                ks=[v.options["k"] for v in variants if v.family == "k-SP"], link_rate=link_rate, hop_latency=hop_latency, alpha=alpha,
                 bound=bound, wall_s=wall, messages_simulated=flows, by_symmetry=by_symmetry,
                 messages_per_s=flows / wall if wall > 0 else float("nan"))
     return GoodputRun(rows, best, skipped, meta)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_rate", "parse_time", "parse_size", "UnitError"]
+__all__ = ["parse_rate", "parse_time", "parse_size", "parse_bytes", "UnitError"]
 
 
 class UnitError(ValueError):
@@ -23,7 +23,8 @@ _SIZE = {"": 1.0, "b": 1.0, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, 
          "kib": 2.0 ** 10, "mib": 2.0 ** 20, "gib": 2.0 ** 30}
 
 
-def _parse(text: str | float | int, units: dict[str, float], what: str, strip: tuple[str, ...] = ()) -> float:
+def _parse(text: str | float | int, units: dict[str, float], what: str, strip: tuple[str, ...] = (),
+           allow_zero: bool = False, require_unit: str | None = None) -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
@@ -39,22 +40,57 @@ def _parse(text: str | float | int, units: dict[str, float], what: str, strip: t
         if unit not in units:
             raise UnitError(f"{what}: unknown unit {m.group(2)!r} in {text!r}; "
                             f"expected one of {sorted(u for u in units if u)}")
+        if require_unit and not m.group(2):
+            raise UnitError(f"{what}: {text!r} has no unit; did you mean {m.group(1)}{require_unit}?")
         value = float(m.group(1)) * units[unit]
-    if not value > 0 or value == float("inf"):
-        raise UnitError(f"{what}: must be a positive finite number, got {text!r}")
+    if value == float("inf") or value != value or value < 0 or (value == 0 and not allow_zero):
+        raise UnitError(f"{what}: must be a {'non-negative' if allow_zero else 'positive'} finite number, "
+                        f"got {text!r}")
     return value
 
 
-def parse_rate(text: str | float, what: str = "rate") -> float:
-    """A link rate in bit/s: ``100G``, ``100Gbps``, ``30g``, ``1e11``."""
-    return _parse(text, _RATE, what, strip=("bps", "bit/s", "b"))
+def parse_rate(text: str | float, what: str = "rate", require_unit: bool = False) -> float:
+    """A link rate in bit/s: ``100G``, ``100Gbps``, ``30g``, ``1e11``.
+
+    ``require_unit=True`` (command lines) refuses a bare number in a string, so that
+    ``400`` is not silently 400 bit/s; the error suggests ``400Gbps``.
+
+    Raises:
+        UnitError: unparsable, unknown unit, no unit when one is required, or not > 0.
+    """
+    return _parse(text, _RATE, what, strip=("bps", "bit/s", "b"), require_unit="Gbps" if require_unit else None)
 
 
-def parse_time(text: str | float, what: str = "time") -> float:
-    """A time in seconds: ``1us``, ``2µs``, ``500ns``, ``2ms``, ``1e-6``."""
-    return _parse(text, _TIME, what)
+def parse_time(text: str | float, what: str = "time", allow_zero: bool = False) -> float:
+    """A time in seconds: ``1us``, ``2µs``, ``500ns``, ``2ms``, ``1e-6``.
+
+    ``allow_zero=True`` accepts 0 (e.g. a per-round overhead or hop latency that is absent).
+
+    Raises:
+        UnitError: unparsable, unknown unit, negative, infinite, or 0 unless allowed.
+    """
+    return _parse(text, _TIME, what, allow_zero=allow_zero)
 
 
 def parse_size(text: str | float, what: str = "size") -> float:
     """A size in bytes: ``20MB`` (20e6), ``64KiB`` (65536), ``1e6``."""
     return _parse(text, _SIZE, what)
+
+
+MAX_BYTES = 2 ** 50  # 1 PiB: beyond anything a collective sends, and exact in a float
+
+
+def parse_bytes(text: str | int, what: str = "size") -> int:
+    """A message size as a whole number of bytes >= 1: ``64KiB`` (65536), ``1.5KiB``
+    (1536), ``100KB`` (100000), ``3`` (3).
+
+    Raises:
+        UnitError: unparsable, not a whole number of bytes (``1.5``, ``0.3KB``), below 1 byte
+            or above :data:`MAX_BYTES`.
+    """
+    value = parse_size(text, what)
+    if value > MAX_BYTES:
+        raise UnitError(f"{what}: {text!r} is more than 1 PiB (2^50 bytes)")
+    if value != int(value):
+        raise UnitError(f"{what}: {text!r} is {value:g} bytes, not a whole number of bytes")
+    return int(value)
