@@ -10,22 +10,34 @@ from ..algorithms import REGISTRY, generate, names
 from ..pattern import PatternError, dumps, load, verify
 
 
-def parse_options(items: list[str] | None) -> dict:
-    """``["slices=4", "root=2"]`` -> ``{"slices": 4, "root": 2}`` (ints, floats, true/false, else strings)."""
+def parse_options(items: list[str] | None, typed: bool = False) -> dict:
+    """``["slices=4", "shape=8x4"]`` -> ``{"slices": "4", "shape": "8x4"}``: keys with ``-``
+    as ``_``, values as the text given, for :func:`reactccl.algorithms.generate`, which
+    converts them by the generator's annotations (so ``shape=8`` stays a one-side shape,
+    and ``k=2.0`` is refused as not an integer instead of silently becoming 2).
+
+    Args:
+        typed: convert values here instead (ints, floats, ``true``/``false``, else text),
+            for targets without annotations to go by (e.g. REACT's ``--param``).
+
+    Raises:
+        PatternError: an item without ``=``.
+    """
     out: dict = {}
     for item in items or []:
         if "=" not in item:
             raise PatternError(f"--option {item!r}: expected KEY=VALUE")
         k, v = item.split("=", 1)
-        val: object = v
-        for cast in (int, float):
-            try:
-                val = cast(v)
-                break
-            except ValueError:
-                pass
-        if v.lower() in ("true", "false"):
-            val = v.lower() == "true"
+        val: object = v.strip()
+        if typed:
+            for cast in (int, float):
+                try:
+                    val = cast(v)
+                    break
+                except ValueError:
+                    pass
+            if v.strip().lower() in ("true", "false"):
+                val = v.strip().lower() == "true"
         out[k.strip().replace("-", "_")] = val
     return out
 
@@ -82,6 +94,8 @@ def _wrap(func):
         except PatternError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        except BrokenPipeError:  # a reader such as `head` closed the pipe: main() ends quietly
+            raise
         except OSError as e:
             print(f"error: {e.strerror or e}: {e.filename}", file=sys.stderr)
             return 2

@@ -1,7 +1,10 @@
 """``reactccl simulate``: epochs of a collective on a simulated, congested network.
 
 A thin layer over :func:`reactccl.netsim.run_simulation`: parse flags, show a
-progress bar on a terminal, print the summary (or one JSON document).
+progress bar on a terminal, print the summary (or one JSON document). ``--pack`` sends
+one message per link and round (:func:`reactccl.algorithms.torus_common.pack`, as
+SP-allreduce §7.1 runs its schedules); a pattern with many flows per link and round is
+slow to simulate unpacked, and the command says so before it starts.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from ..algorithms import generate
+from ..algorithms.torus_common import pack
 from ..netsim import BackgroundError, SimulationError, SimulationResult, run_simulation
-from ..pattern import PatternError
+from ..pattern import CollectivePattern, PatternError
 from ..topology import TopologyError, UnitError, parse_topology
 from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
@@ -25,6 +30,11 @@ from .pattern_cmd import parse_options
 
 EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
            "--epochs 100 --background pairs:x=4:p=2 --seed 1")
+
+#: Warn before simulating a pattern with at least this many flows per epoch when packing would
+#: at least halve them: every flow is a separate max-min-fair transfer, and SP-allreduce on 36
+#: ranks (10,080 flows, 3.4 per link and round) takes ~14 s an epoch on fat-tree:k=8 unpacked.
+SLOW_FLOWS = 5000
 
 
 def _listing(items: list[str], limit: int = 8) -> str:
@@ -67,22 +77,49 @@ def render(result: SimulationResult, console: Console) -> None:
     console.print(f"simulated in {r.wall_s:.3g} s ({r.events} events, {rate:,.0f} flows/s)", style="dim")
 
 
-def _simulate(args, label: str, controller=None) -> SimulationResult:
+def pattern_for(args, warn: Console | None = None) -> CollectivePattern:
+    """The verified pattern ``simulate`` runs: ``--algorithm`` on ``--ranks`` with ``--option``s,
+    packed into one message per link and round with ``--pack``. Without ``--pack``, a pattern
+    of :data:`SLOW_FLOWS` flows or more that packing would at least halve gets a warning on
+    ``warn`` saying how many flows packing leaves (or, with ``--react``, why it cannot pack).
+
+    Raises:
+        PatternError: from :func:`reactccl.algorithms.generate`.
+    """
+    pattern = generate(args.algorithm, args.ranks, **parse_options(args.option))
+    packed = pack(pattern)
+    if args.pack:
+        return packed
+    if warn is not None and pattern.num_flows >= SLOW_FLOWS and 2 * packed.num_flows <= pattern.num_flows:
+        per = pattern.num_flows / packed.num_flows
+        head = (f"warning: {args.algorithm} on {args.ranks} ranks has {pattern.num_flows:,} flows per epoch in "
+                f"{len(np.unique(pattern.chunk_graph)):,} chunk graphs, {per:.1f} per link and round; each is "
+                f"simulated on its own, which can take minutes per epoch.")
+        if args.react:
+            warn.print(head + " --pack (one message per link and round) cannot be used with --react, whose "
+                              "swaps need the chunk graphs apart; fewer ranks or --epochs finish sooner.")
+        else:
+            warn.print(head + f" Add --pack to send one message per link and round ({packed.num_flows:,} flows), "
+                              "as SP-allreduce §7.1 runs its schedules.")
+    return pattern
+
+
+def _simulate(args, pattern: CollectivePattern, label: str, controller=None) -> SimulationResult:
     err = Console(stderr=True)
     show_bar = err.is_terminal and args.epochs > 1
     with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=err, transient=True, disable=not show_bar) as bar:
         task = bar.add_task("epochs", total=args.epochs)
         return run_simulation(
-            args.algorithm, args.ranks, topology=args.topology, size=args.size, epochs=args.epochs,
+            pattern, topology=args.topology, size=args.size, epochs=args.epochs,
             background=args.background or [], degrade=args.degrade or None, ports=args.ports,
-            seed=args.seed, placement=args.placement, options=parse_options(args.option),
-            slowest=args.slowest, progress=lambda done: bar.update(task, completed=done), controller=controller)
+            seed=args.seed, placement=args.placement, slowest=args.slowest,
+            progress=lambda done: bar.update(task, completed=done), controller=controller)
 
 
 def react_params(items: list[str] | None, seed: int) -> ReactParams:
     """``["B=6", "tau_r=0.1"]`` -> ReactParams (seed defaults to the run's seed)."""
-    opts = {"seed": seed, **parse_options(items)}
+    opts = {"seed": seed, **parse_options(items, typed=True)}
     unknown = sorted(set(opts) - set(ReactParams.__dataclass_fields__))
     if unknown:
         raise ValueError(f"--param {unknown[0]}: not a REACT parameter "
@@ -128,10 +165,24 @@ def list_links(topology: str, console: Console) -> None:
 
 
 def _check_args(args) -> None:
-    """ValueError naming a flag that is missing or out of range (argparse cannot say it)."""
+    """ValueError naming a flag that is missing, out of range, or given without the flag it
+    needs (argparse cannot say it)."""
     for flag in ("algorithm", "ranks"):
         if getattr(args, flag) is None:
             raise ValueError(f"--{flag}: required (unless --list-links)")
+    if args.seed < 0:
+        raise ValueError(f"--seed: expected a non-negative integer, got {args.seed}")
+    if args.slowest < 0:
+        raise ValueError(f"--slowest: expected a non-negative integer, got {args.slowest}")
+    if not args.react:
+        for flag, value in (("--warmup", args.warmup), ("--param", args.param)):
+            if value is not None:
+                raise ValueError(f"{flag}: only used with --react (it sets up the REACT comparison); "
+                                 "add --react or leave it out")
+    elif args.pack:
+        raise ValueError("--pack: cannot be used with --react: packing merges every chunk graph into one "
+                         "message per link and round, and REACT's transforms swap positions within each "
+                         "chunk graph; leave out --pack (or --react)")
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
         args.warmup = 25 if args.epochs > 25 else max(args.epochs, 0) // 4
     elif args.react and not 0 <= args.warmup < args.epochs:
@@ -148,12 +199,13 @@ def _cmd_simulate(args) -> int:
         return 0
     try:
         _check_args(args)
+        pattern = pattern_for(args, Console(stderr=True, highlight=False, soft_wrap=True))
         if args.react:
             params = react_params(args.param, args.seed)
-            base = _simulate(args, "baseline")
-            react = _simulate(args, "REACT", controller=lambda p: ReactController(p, params))
+            base = _simulate(args, pattern, "baseline")
+            react = _simulate(args, pattern, "REACT", controller=lambda p: ReactController(p, params))
         else:
-            result = _simulate(args, "simulating")
+            result = _simulate(args, pattern, "simulating")
     except (PatternError, TopologyError, BackgroundError, UnitError, SimulationError, TunerError,
             ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -189,8 +241,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranks", "-n", type=int, help="number of ranks (required)")
     p.add_argument("--option", "-O", action="append", metavar="KEY=VALUE", help="generator option (repeatable)")
     p.add_argument("--topology", "-t", default="fat-tree:k=4",
-                   help="e.g. star:hosts=18, fat-tree:k=4, leaf-spine:leaves=4,spines=2,hosts=4, alibaba, "
-                        "full-mesh:tors=4,hosts=2; add rate=100G,latency=1us (default fat-tree:k=4)")
+                   help="switched (ECMP, links 100G and 1us unless given): star:hosts=18, fat-tree:k=4, "
+                        "leaf-spine:leaves=4,spines=2,hosts=4, alibaba, full-mesh:tors=4,hosts=2; direct "
+                        "fabrics of SP-allreduce (fixed geometry routes, hosts n0.. row-major, links 400G and "
+                        "400ns per hop unless given): torus:AxB[xC] (sides >= 3), hyperx:NxN, "
+                        "spineleaf:LEAVESxQ; add ,rate=100G,latency=1us to any (default fat-tree:k=4)")
     p.add_argument("--size", "-s", default="20MB", help="message size, e.g. 20MB (decimal) or 64MiB (default 20MB)")
     p.add_argument("--epochs", "-e", type=int, default=100, help="epochs to simulate (default 100)")
     p.add_argument("--background", "-b", action="append", metavar="SPEC",
@@ -214,5 +269,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "in paper §7.3, or epochs//4 for runs of 25 epochs or fewer)")
     p.add_argument("--param", "-P", action="append", metavar="NAME=VALUE",
                    help="with --react: a REACT parameter of reactccl.tuner.ReactParams, e.g. B=6 (repeatable)")
+    p.add_argument("--pack", action="store_true",
+                   help="send one message per link and round: flows of one step on one src->dst pair merge "
+                        "(as SP-allreduce §7.1 runs its schedules); much faster for SP, Bucket, Swing and "
+                        "Trivance patterns, but every chunk graph becomes one, so not with --react")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     p.set_defaults(func=_cmd_simulate)

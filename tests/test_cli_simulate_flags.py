@@ -1,0 +1,57 @@
+"""``reactccl simulate``: flags given without what they need, out-of-range flags named, and the
+up-front warning for patterns with many flows per link and round."""
+
+import argparse
+import io
+
+import pytest
+from rich.console import Console
+
+from reactccl.cli import simulate_cmd
+from reactccl.cli.main import main
+
+BASE = ["simulate", "-a", "ring", "-n", "4", "-t", "star:hosts=6", "-s", "1MB", "-e", "2"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--warmup", "40"], "--warmup: only used with --react"),
+    (["--param", "B=6"], "--param: only used with --react"),
+    (["--seed", "-1"], "--seed: expected a non-negative integer, got -1"),
+    (["--slowest", "-2"], "--slowest: expected a non-negative integer, got -2"),
+    (["--react", "--pack"], "--pack: cannot be used with --react"),
+])
+def test_bad_flag_combinations_are_named(capsys, extra, message):
+    assert main(BASE + extra) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def _args(**kw):
+    base = dict(algorithm="sp-allreduce", ranks=9, option=None, pack=False, react=False)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def _warning(monkeypatch, **kw):
+    monkeypatch.setattr(simulate_cmd, "SLOW_FLOWS", 500)
+    out = io.StringIO()
+    pattern = simulate_cmd.pattern_for(_args(**kw), Console(file=out, width=400, soft_wrap=True))
+    return pattern, " ".join(out.getvalue().split())
+
+
+def test_many_flows_per_link_warns_and_names_pack(monkeypatch):
+    # SP-allreduce on T_3^2: 36 chunk graphs x 16 flows = 576 flows; packed 4 rounds x 36 links = 144
+    pattern, text = _warning(monkeypatch)
+    assert pattern.num_flows == 576
+    assert ("sp-allreduce on 9 ranks has 576 flows per epoch in 36 chunk graphs, 4.0 per link and round"
+            in text)
+    assert "Add --pack to send one message per link and round (144 flows)" in text
+    _, text = _warning(monkeypatch, react=True)
+    assert "cannot be used with --react" in text and "Add --pack" not in text
+    pattern, text = _warning(monkeypatch, pack=True)
+    assert (pattern.num_flows, text) == (144, "")
+
+
+def test_no_warning_when_packing_would_not_help(monkeypatch):
+    # a ring has one flow per link and round already: 2 * 16 * 17 = 544 flows (>= 500), nothing to pack
+    pattern, text = _warning(monkeypatch, algorithm="ring", ranks=17)
+    assert (pattern.num_flows, text) == (544, "")
