@@ -89,8 +89,93 @@ def test_ksp_and_metrics_memory_limit(capsys):
     # k = 1: the star, W(T) = sum of distances from 0 = 64 * 64 * 32 = 131072; Theta = W / (p - 1)
     assert f"    1     1      2  131072 {131072 / 4095:7.3f}" in out
     assert "   64    64    128    4095   1.000   1.000" in out
-    assert main(["sp", "ksp", "--fabric", "torus:64x32"]) == 2  # unequal sides: materialised, too big
-    assert "--max-memory" in capsys.readouterr().out
+    assert main(["sp", "ksp", "--fabric", "torus:64x32"]) == 2  # unequal sides: no k-SP trees
+    out = capsys.readouterr().out
+    assert out.startswith("error:") and "equal sides" in out and "k  depth" not in out
     # 4x4 SP: 2d·2p(p-1) = 1920 flows x 140 B = 268800 B, over a 200 KB limit
     assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--max-memory", "200KB"]) == 2
     assert "1.92e+03 flows" in capsys.readouterr().out
+
+
+# --- issue 5 review: the sp CLI's options -------------------------------------------------
+
+B400 = 8 * 2 ** 20 / 400e9  # seconds to send 1 MiB over one 400 Gb/s link
+
+
+@pytest.mark.parametrize("argv", [["sp", "goodput", "sp-square", "--quick"], ["experiment", "sp-square", "--quick"],
+                                  ["experiment", "fig5a", "--quick"]])
+@pytest.mark.parametrize("where", ["file", "below-file"])
+def test_bad_out_fails_before_running(argv, where, tmp_path, capsys):
+    blocker = tmp_path / "f"
+    blocker.write_text("x")
+    out = blocker if where == "file" else blocker / "x"
+    assert main(argv + ["--out", str(out)]) == 2
+    text = capsys.readouterr().out
+    assert f"--out {out}" in text and "steps" not in text and "==" not in text  # nothing ran
+
+
+def test_metrics_zero_alpha_and_hop_latency(capsys):
+    # 4x4 SP, 1 MiB, alpha = hop = 0: both times are beta*Q = 30/64 of one link's time for N
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--json", "--alpha", "0",
+                 "--hop-latency", "0ns"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["time_alpha_beta_s"] == pytest.approx(30 / 64 * B400, rel=1e-12)
+    assert doc["time_round_model_s"] == pytest.approx(30 / 64 * B400, rel=1e-12)
+    assert main(["sp", "metrics", "sp-allreduce", "--alpha", "abc"]) == 2
+    assert "error: --alpha: cannot parse" in capsys.readouterr().out
+
+
+def test_metrics_round_model_includes_alpha(capsys):
+    # 8 rounds, each alpha + 1 hop (BFS edges join neighbours) + its share of Q (Omega = 1)
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--json", "--alpha", "1us",
+                 "--hop-latency", "100ns"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["time_round_model_s"] == pytest.approx(8 * (1e-6 + 100e-9) + 30 / 64 * B400, rel=1e-12)
+    assert doc["time_alpha_beta_s"] == pytest.approx(8 * 1e-6 + 30 / 64 * B400, rel=1e-12)
+
+
+@pytest.mark.parametrize("name, rounds", [("binomial-broadcast", 4), ("binomial-reduce", 4), ("ring-allgather", 15),
+                                          ("nccl-tree", None)])
+def test_metrics_shape_only_to_generators_that_take_it(name, rounds, capsys):
+    assert main(["sp", "metrics", name, "--fabric", "torus:4x4", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert rounds is None or doc["rounds"] == rounds  # log2(16) binomial rounds, p-1 ring rounds
+
+
+def test_metrics_dims_option_must_match_fabric(capsys):
+    assert main(["sp", "metrics", "sp-allreduce", "--opt", "dims=3"]) == 2
+    assert "--opt dims=3" in capsys.readouterr().out
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--opt", "dims=2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rounds"] == 8
+
+
+def test_metrics_compact_message_true_for_unequal_sides(capsys):
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:128x32"]) == 2
+    out = capsys.readouterr().out
+    assert "equal sides only" in out and "on torus 128x32: bucket, swing-b, trivance-b" in out
+
+
+def test_metrics_rate_needs_unit_and_sizes_whole_bytes(capsys):
+    assert main(["sp", "metrics", "sp-allreduce", "--link-rate", "400"]) == 2
+    assert "did you mean 400Gbps?" in capsys.readouterr().out
+    for size, words in [("1.5", "not a whole number of bytes"), ("1e300", "more than 1 PiB")]:
+        assert main(["sp", "metrics", "sp-allreduce", "--size", size]) == 2
+        assert f"error: --size: '{size}'" in capsys.readouterr().out and words
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--size", "1.5KiB"]) == 0
+    assert "N = 1.5 KiB (1536 B)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["sp", "ksp", "--fabric", "torus:8x4"], "equal sides"), (["sp", "ksp", "--ks", "0"], "--ks: every value must be >= 1"),
+    (["sp", "ksp", "--ks", "2,abc"], "--ks: expected comma-separated integers, got 'abc'"),
+    (["sp", "goodput", "sp-square", "--sides", "8,abc"], "--sides: expected comma-separated integers"),
+    (["sp", "goodput", "sp-square", "--ks", "0,-3"], "--ks: every value must be >= 1, got 0"),
+    (["sp", "goodput", "sp-rect", "--quick", "--sides", "8"], "--sides does not apply to sp-rect; it applies to sp-square"),
+    (["sp", "goodput", "sp-square", "--quick", "--shape", "8x8"], "--shape does not apply to sp-square"),
+    (["sp", "goodput", "sp-rect", "--values", "1Gbps"], "--values does not apply to sp-rect"),
+    (["sp", "goodput", "sp-hyperx", "--ks", "2"], "--ks does not apply to sp-hyperx"),
+    (["sp", "goodput", "sp-square", "--sizes", "1.5"], "--sizes: '1.5' is 1.5 bytes")])
+def test_bad_options_fail_first_naming_the_option(argv, words, tmp_path, capsys):
+    assert main(argv + ["--out", str(tmp_path)] if argv[1] == "goodput" else argv) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("error: ") and words in out and "depth" not in out and "steps" not in out
