@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..experiments.demo import DemoConfig, DemoResult, run_demo
+from ..experiments.demo import DemoConfig, DemoResult, demo_scenario, run_demo
 from ..experiments.patterns_view import moved_positions, pattern_view
-from ..topology import UnitError, parse_size
+from ..topology import UnitError, parse_size, parse_topology
 from ..trace import format_bytes, format_time
 
 
@@ -42,6 +42,38 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def fitting_topologies(hosts: int) -> str:
+    """The smallest star and fat-tree with at least ``hosts`` hosts, as specs, e.g.
+    ``"star:hosts=17 or fat-tree:k=6 (54 hosts)"`` for 17."""
+    k = 2
+    while k ** 3 // 4 < hosts:
+        k += 2
+    return f"star:hosts={hosts} or fat-tree:k={k} ({k ** 3 // 4} hosts)"
+
+
+def check_config(cfg: DemoConfig) -> None:
+    """Everything about ``cfg`` that can be wrong, checked before any epoch runs (so errors
+    are not printed after empty progress bars).
+
+    Raises:
+        ValueError: a flag out of range (named), a topology with too few hosts (with one
+            that fits), or whatever :func:`reactccl.experiments.demo.demo_scenario` refuses.
+    """
+    for flag, value, low in (("--ranks", cfg.ranks, 1), ("--epochs", cfg.epochs, 1), ("--p", cfg.p, 1),
+                             ("--ecmp-ports", cfg.ecmp_ports, 1), ("--seed", cfg.seed, 0)):
+        if value < low:
+            raise ValueError(f"{flag}: expected an integer >= {low}, got {value}")
+    if not 0 <= cfg.warmup < cfg.epochs:
+        raise ValueError(f"--warmup: must satisfy 0 <= warmup < epochs ({cfg.epochs}), got {cfg.warmup}")
+    topo = parse_topology(cfg.topology)
+    need = cfg.ranks + 1
+    if topo.num_hosts < need:
+        raise ValueError(f"--ranks {cfg.ranks}: the demo needs {need} hosts ({cfg.ranks} ranks and one outside "
+                         f"host that sends the external flows) but {topo.name} has {topo.num_hosts}; "
+                         f"use e.g. --topology {fitting_topologies(need)}")
+    demo_scenario(cfg)
+
+
 def _config(args: argparse.Namespace) -> DemoConfig:
     return DemoConfig(topology=args.topology, algorithm=args.algorithm, ranks=args.ranks,
                       message_bytes=parse_size(args.size, "size"), p=args.p, rank=args.rank, epochs=args.epochs,
@@ -55,12 +87,15 @@ def run(args: argparse.Namespace) -> int:
         console = Console(width=120)
     try:
         cfg = _config(args)
+        check_config(cfg)
         if args.json or args.no_progress:
             res = run_demo(cfg)
         else:
             res = _run_with_progress(cfg, console)
     except (ValueError, UnitError, KeyError) as exc:
-        Console(stderr=True).print(f"[red]demo: {exc}[/red]")
+        text = str(exc)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            text if text.startswith("demo:") else f"demo: {text}", style="red", markup=False)
         return 2
     if args.json:
         print(json.dumps(res.to_json(), indent=1))

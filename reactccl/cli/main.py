@@ -34,15 +34,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the process exit code."""
+    """Entry point; returns the process exit code (141, quietly, when a reader such as
+    ``head`` closes the output early, like other Unix tools)."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe may only show at this last write
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # output piped into e.g. `head`, which closed early: stop quietly like other Unix tools
+        # output piped into e.g. `head`, which closed early: stop quietly like other Unix tools.
+        # Subcommands must let BrokenPipeError through (it is an OSError: an `except OSError`
+        # that reports file errors has to re-raise it first).
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
