@@ -55,3 +55,23 @@ def test_no_warning_when_packing_would_not_help(monkeypatch):
     # a ring has one flow per link and round already: 2 * 16 * 17 = 544 flows (>= 500), nothing to pack
     pattern, text = _warning(monkeypatch, algorithm="ring", ranks=17)
     assert (pattern.num_flows, text) == (544, "")
+
+
+def test_pack_instance_keeps_instances_apart():
+    # Swing-B on 6x6: 2d = 4 mirrored instances of 36 chunks (instance = chunk // 36). Packing per
+    # round merges flows of different instances on one link; per instance it must not.
+    import numpy as np
+
+    from reactccl.pattern import verify
+
+    by_round = simulate_cmd.pattern_for(_args(algorithm="swing-b", ranks=36, pack="round"))
+    by_inst = simulate_cmd.pattern_for(_args(algorithm="swing-b", ranks=36, pack="instance"))
+    for p in (by_round, by_inst):
+        verify(p)
+    mixed = []
+    for p in (by_round, by_inst):
+        inst = p.chunk_idx // 36
+        first = np.repeat(inst[p.chunk_ptr[:-1]], np.diff(p.chunk_ptr))
+        mixed.append(bool((inst != first).any()))
+    assert mixed == [True, False]
+    assert by_round.num_flows < by_inst.num_flows < 10080

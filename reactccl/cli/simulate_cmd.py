@@ -79,14 +79,20 @@ def render(result: SimulationResult, console: Console) -> None:
 
 def pattern_for(args, warn: Console | None = None) -> CollectivePattern:
     """The verified pattern ``simulate`` runs: ``--algorithm`` on ``--ranks`` with ``--option``s,
-    packed into one message per link and round with ``--pack``. Without ``--pack``, a pattern
-    of :data:`SLOW_FLOWS` flows or more that packing would at least halve gets a warning on
-    ``warn`` saying how many flows packing leaves (or, with ``--react``, why it cannot pack).
+    packed with ``--pack``: ``round`` merges the flows of one step on one (src, dst) pair
+    into one message; ``instance`` merges only flows whose chunks share an instance id
+    ``chunk // ranks`` (the independent reduce-scatter/allgather instances of Bucket, Swing-B,
+    Trivance-B stay apart, as ``reactccl sp goodput`` packs them). Without ``--pack``, a
+    pattern of :data:`SLOW_FLOWS` flows or more that packing would at least halve gets a
+    warning on ``warn`` saying how many flows packing leaves (or, with ``--react``, why it
+    cannot pack).
 
     Raises:
         PatternError: from :func:`reactccl.algorithms.generate`.
     """
     pattern = generate(args.algorithm, args.ranks, **parse_options(args.option))
+    if args.pack == "instance":
+        return pack(pattern, np.arange(pattern.num_chunks) // pattern.num_ranks)
     packed = pack(pattern)
     if args.pack:
         return packed
@@ -269,9 +275,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "in paper §7.3, or epochs//4 for runs of 25 epochs or fewer)")
     p.add_argument("--param", "-P", action="append", metavar="NAME=VALUE",
                    help="with --react: a REACT parameter of reactccl.tuner.ReactParams, e.g. B=6 (repeatable)")
-    p.add_argument("--pack", action="store_true",
+    p.add_argument("--pack", nargs="?", const="round", choices=["round", "instance"],
                    help="send one message per link and round: flows of one step on one src->dst pair merge "
                         "(as SP-allreduce §7.1 runs its schedules); much faster for SP, Bucket, Swing and "
-                        "Trivance patterns, but every chunk graph becomes one, so not with --react")
+                        "Trivance patterns. '--pack instance' merges only within instances (chunk // ranks), "
+                        "keeping those of Bucket/Swing-B/Trivance-B independent as 'sp goodput' does. A packed "
+                        "message waits for all its chunks and takes one ECMP path, so times can differ from "
+                        "the unpacked run; the chunk graphs become one, so not with --react")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     p.set_defaults(func=_cmd_simulate)
