@@ -75,3 +75,9 @@ def test_pack_instance_keeps_instances_apart():
         mixed.append(bool((inst != first).any()))
     assert mixed == [True, False]
     assert by_round.num_flows < by_inst.num_flows < 10080
+
+
+def test_pack_of_an_empty_collective(capsys):
+    # one rank: no flows, nothing to pack; the usual "empty" summary, no error
+    assert main(["simulate", "-a", "ring", "-n", "1", "-t", "star:hosts=2", "-e", "2", "--pack"]) == 0
+    assert "the collective is empty (0 flows, 1 rank)" in capsys.readouterr().out

@@ -91,12 +91,14 @@ def pattern_for(args, warn: Console | None = None) -> CollectivePattern:
         PatternError: from :func:`reactccl.algorithms.generate`.
     """
     pattern = generate(args.algorithm, args.ranks, **parse_options(args.option))
+    if pattern.num_flows == 0 or not (args.pack or (warn is not None and pattern.num_flows >= SLOW_FLOWS)):
+        return pattern  # nothing to pack (torus_common.pack needs a flow), or no need to look
     if args.pack == "instance":
         return pack(pattern, np.arange(pattern.num_chunks) // pattern.num_ranks)
     packed = pack(pattern)
     if args.pack:
         return packed
-    if warn is not None and pattern.num_flows >= SLOW_FLOWS and 2 * packed.num_flows <= pattern.num_flows:
+    if 2 * packed.num_flows <= pattern.num_flows:
         per = pattern.num_flows / packed.num_flows
         head = (f"warning: {args.algorithm} on {args.ranks} ranks has {pattern.num_flows:,} flows per epoch in "
                 f"{len(np.unique(pattern.chunk_graph)):,} chunk graphs, {per:.1f} per link and round; each is "
