@@ -139,3 +139,11 @@ def test_baselines_on_hyperx_one_hop():
 def test_torus_ring_refuses_3d():
     with pytest.raises(PatternError, match="2-D tori only"):
         generate("torus-ring", 64, shape=(4, 4, 4))
+
+
+def test_pack_of_a_pattern_without_flows():
+    from reactccl.algorithms.torus_common import pack
+    from reactccl.pattern import verify
+    q = pack(generate("ring", 1))
+    verify(q)
+    assert (q.num_flows, q.num_chunks) == (0, 1)

@@ -378,7 +378,7 @@ def pack(pattern: CollectivePattern, group: np.ndarray | None = None) -> Collect
         key = key * (int(g.max()) + 1) + g
     order = np.argsort(key, kind="stable")
     ks = key[order]
-    first = np.concatenate(([True], ks[1:] != ks[:-1]))
+    first = np.concatenate((np.ones(min(1, len(ks)), dtype=bool), ks[1:] != ks[:-1]))
     heads = order[first]
     counts = np.diff(pattern.chunk_ptr)[order]
     group = np.cumsum(first) - 1
