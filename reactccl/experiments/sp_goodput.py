@@ -11,7 +11,8 @@ of their independent instances) and timed by one of two engines:
   the geometry's route, as in the model). The paper uses SST, a packet-level simulator: see
   :data:`PAPER` and the experiment notes for what that changes.
 * ``model`` — the round-synchronous α-β model of :mod:`reactccl.cost.deficiency`: each
-  round costs its longest route x hop latency + its most loaded link's bytes / link rate.
+  round costs alpha + its longest route x hop latency + its most loaded link's bytes / link
+  rate (:func:`~reactccl.cost.deficiency.round_times`, the same as ``reactccl sp metrics``).
   Beyond :data:`VERIFY_LIMIT` ranks, schedules with a compact form
   (:mod:`reactccl.algorithms.compact`: SP, k-SP, Bucket, Swing-B, Trivance-B on tori) are
   timed from one transversal of their flows (:mod:`reactccl.cost.symmetric`, exact), which
@@ -268,7 +269,9 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
         sizes: message sizes in bytes (default :data:`SIZES`).
         link_rate: bit/s per link; hop_latency: s per hop.
         engine: "netsim", "model" (see the module docstring) or "auto" (netsim up to
-            :data:`VERIFY_LIMIT` nodes, the model beyond).
+            :data:`VERIFY_LIMIT` nodes, the model beyond; the two differ for k-SP, whose
+            rounds netsim overlaps, and for Bucket on rectangular tori; ``meta["engine"]``
+            says which one timed the run).
         ks: depth bounds tried for k-SP (default 1..H; with netsim beyond :data:`VERIFY_LIMIT`
             nodes :func:`default_netsim_ks`, logged, since each k then takes 30-80 s); H is
             always added (:func:`torus_ks`).
