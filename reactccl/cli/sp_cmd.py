@@ -148,7 +148,7 @@ def _compact(name: str, fab, opts: dict):
         return None
     try:
         return compact_schedule(name, fab.num_nodes, shape=fab.shape, **_coerce(opts))
-    except PatternError:
+    except (PatternError, TypeError, ValueError):  # bad options: generate() names them
         return None
 
 
