@@ -230,4 +230,5 @@ def show(res: DemoResult, console: Console) -> None:
     for line in _decisions(res):
         console.print(line)
     console.print(_results(res))
-    console.print(f"REACT changed the pattern {res.react.changes[0]} times; both runs took {res.wall_s:.1f} s.")
+    k = res.react.changes[0]
+    console.print(f"REACT changed the pattern {k} time{'' if k == 1 else 's'}; both runs took {res.wall_s:.1f} s.")

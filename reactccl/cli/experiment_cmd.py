@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.name in SP_EXPERIMENTS:
         bad = _sp_unsupported(args)
         if bad:
-            console.print(f"[red]{args.name}: {', '.join(bad)} do not apply to the SP-allreduce experiments "
+            console.print(f"[red]{args.name}: {', '.join(bad)} {'does' if len(bad) == 1 else 'do'} not apply to the SP-allreduce experiments "
                           f"(deterministic, one run per setting); use --quick/--out/--no-progress here, or "
                           f"`reactccl sp goodput {args.name} --help` for their own options[/red]")
             return 2
