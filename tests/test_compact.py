@@ -106,3 +106,18 @@ def test_cli_metrics_64x64_by_symmetry(capsys):
     assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:64x64"]) == 0
     out = capsys.readouterr().out
     assert "134184960 flows (by symmetry), S = 128 rounds" in out and "Omega = 1.0000" in out
+
+
+def test_compact_options_typed_like_generate():
+    # text from a command line: "10" is the int 10, "2.5" is named as a bad option
+    assert compact_schedule("k-sp-allreduce", 4096, k="10").name == "k-sp-allreduce k=10 64x64"
+    with pytest.raises(PatternError, match="option k: expected an integer, got '2.5'"):
+        compact_schedule("k-sp-allreduce", 4096, k="2.5")
+    with pytest.raises(PatternError, match="bucket with 4 ranks: torus: every side must be >= 3"):
+        compact_schedule("bucket", 4)
+
+
+def test_cli_metrics_64x64_names_a_bad_option(capsys):
+    from reactccl.cli.main import main
+    assert main(["sp", "metrics", "k-sp-allreduce", "--fabric", "torus:64x64", "--opt", "k=2.5"]) == 2
+    assert "option k: expected an integer, got '2.5'" in capsys.readouterr().out

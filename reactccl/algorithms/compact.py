@@ -40,6 +40,7 @@ from ..pattern import PatternError
 from ..topology.torus import TorusGeometry
 from .bucket import bucket_trees
 from .kspt import ksp_tree
+from .registry import checked_options
 from .swing import swing_peers
 from .torus_common import bfs_tree, mirror_allgather, parse_shape, reach_intrees, torus_group, tree_schedule
 from .trivance import trivance_peers
@@ -222,13 +223,17 @@ def compact_schedule(name: str, num_ranks: int, shape: Sequence[int] | None = No
 
     Args:
         name: one of :data:`COMPACT_GENERATORS`; options as for the full generator
-            (``k`` for k-sp-allreduce).
+            (``k`` for k-sp-allreduce), text converted as :func:`~.registry.generate` does.
 
     Raises:
         PatternError: no compact form for ``name``, no such torus, or a failed check.
     """
     if name not in COMPACT_GENERATORS:
         raise PatternError(f"no compact form for {name!r}; known: {', '.join(COMPACT_GENERATORS)}")
-    geom = TorusGeometry(parse_shape(num_ranks, shape, dims))
-    return COMPACT_GENERATORS[name](geom, **options)
+    opts = checked_options(name, {"shape": shape, "dims": dims, **options})  # typed like generate()
+    try:
+        geom = TorusGeometry(parse_shape(num_ranks, opts.pop("shape"), opts.pop("dims")))
+    except ValueError as e:
+        raise PatternError(f"{name} with {num_ranks} ranks: {e}") from e
+    return COMPACT_GENERATORS[name](geom, **opts)
 

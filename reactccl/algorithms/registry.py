@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..pattern import CollectivePattern, PatternError, verify
 
-__all__ = ["Generator", "register", "generate", "get", "names", "REGISTRY"]
+__all__ = ["Generator", "register", "generate", "checked_options", "get", "names", "REGISTRY"]
 
 
 @dataclass(frozen=True)
@@ -68,14 +68,7 @@ def generate(name: str, num_ranks: int, check: bool = True, **options) -> Collec
     gen = get(name)
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
         raise PatternError(f"num_ranks: expected an integer >= 1, got {num_ranks!r}")
-    import inspect
-    params = inspect.signature(gen.func).parameters
-    if not any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values()):
-        known = [k for k in list(params)[1:]]
-        bad = [k for k in options if k not in known]
-        if bad:
-            raise PatternError(f"{name}: unknown option {bad[0]!r}; options: {', '.join(known) or 'none'}")
-        options = {k: _coerce(name, k, v, params[k].annotation) for k, v in options.items()}
+    options = checked_options(name, options)
     try:
         pattern = gen.func(num_ranks, **options)
     except ValueError as e:  # a generator's own argument checks (e.g. a torus side below 3)
@@ -83,6 +76,25 @@ def generate(name: str, num_ranks: int, check: bool = True, **options) -> Collec
     if check:
         verify(pattern)
     return pattern
+
+
+def checked_options(name: str, options: dict) -> dict:
+    """``options`` for generator ``name``, each converted by the generator's annotation
+    (see :func:`generate`); other generators of the same schedule (e.g. the compact forms
+    of :mod:`reactccl.algorithms.compact`) take them through here too.
+
+    Raises:
+        PatternError: unknown name, an unknown option, or a value of the wrong type.
+    """
+    import inspect
+    params = inspect.signature(get(name).func).parameters
+    if any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values()):
+        return dict(options)
+    known = list(params)[1:]
+    bad = [k for k in options if k not in known]
+    if bad:
+        raise PatternError(f"{name}: unknown option {bad[0]!r}; options: {', '.join(known) or 'none'}")
+    return {k: _coerce(name, k, v, params[k].annotation) for k, v in options.items()}
 
 
 def _coerce(name: str, key: str, value, annotation) -> object:

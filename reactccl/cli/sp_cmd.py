@@ -90,12 +90,6 @@ def _fabric_options(name: str, fab, opts: dict) -> dict:
     return opts
 
 
-def _coerce(opts: dict) -> dict:
-    """Integer-looking option strings as ints (for the compact forms, which do not go through
-    :func:`reactccl.algorithms.generate`)."""
-    return {k: int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v for k, v in opts.items()}
-
-
 #: The fabric each SP generator is built for (§3, §6.2, §6.3). The baselines (Bucket, Swing,
 #: Trivance, rings, RD) run on a torus layout of the ranks on any fabric, as in the paper's §7.6.
 BUILT_FOR = {"sp-allreduce": "torus", "sp-allreduce-2h1": "torus", "k-sp-allreduce": "torus",
@@ -143,13 +137,8 @@ def _compact_hint(fab) -> str:
 
 def _compact(name: str, fab, opts: dict):
     """The compact (symmetry) form of ``name`` on a torus beyond the exact-check size, else None."""
-    from ..algorithms.compact import COMPACT_GENERATORS, compact_schedule
-    if fab.kind != "torus" or name not in COMPACT_GENERATORS or fab.num_nodes <= VERIFY_LIMIT:
-        return None
-    try:
-        return compact_schedule(name, fab.num_nodes, shape=fab.shape, **_coerce(opts))
-    except (PatternError, TypeError, ValueError):  # bad options: generate() names them
-        return None
+    from ..experiments.sp_goodput import compact_form
+    return compact_form(name, fab, opts) if fab.num_nodes > VERIFY_LIMIT else None
 
 
 def _fabric_note(args, fab) -> str | None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..algorithms import generate
+from ..algorithms.registry import checked_options
 from ..algorithms.compact import COMPACT_GENERATORS, compact_schedule
 from ..algorithms.sp_check import check_tree_family
 from ..algorithms.torus_common import pack
@@ -41,7 +42,7 @@ from ..pattern import CollectivePattern, PatternError, verify
 from ..topology.torus import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE, HyperXGeometry, SpineLeafGeometry,
                               TorusGeometry, fabric_topology)
 
-__all__ = ["Fabric", "SIZES", "Variant", "family_variants", "torus_ks", "NETSIM_KS", "check_sizes", "GoodputRun", "goodput_sweep", "VERIFY_LIMIT",
+__all__ = ["Fabric", "SIZES", "Variant", "family_variants", "torus_ks", "NETSIM_KS", "check_sizes", "GoodputRun", "goodput_sweep", "compact_form", "VERIFY_LIMIT",
            "NETSIM_LIMIT"]
 
 KIB, MIB = 1024, 1024 * 1024
@@ -142,15 +143,26 @@ class Variant:
         return pat
 
     def compact(self, fabric: Fabric):
-        """The checked :class:`~reactccl.algorithms.compact.CompactSchedule` of this variant
-        on ``fabric``, or None where it has none (not a torus, or no compact generator)."""
-        if fabric.kind != "torus" or self.name not in COMPACT_GENERATORS:
-            return None
-        opts = {k: v for k, v in self.options.items() if k != "shape"}
-        try:
-            return compact_schedule(self.name, fabric.num_nodes, shape=fabric.shape, **opts)
-        except PatternError:
-            return None
+        """This variant's compact form on ``fabric`` (see :func:`compact_form`)."""
+        return compact_form(self.name, fabric, self.options)
+
+
+def compact_form(name: str, fabric: Fabric, options: dict | None = None):
+    """The checked :class:`~reactccl.algorithms.compact.CompactSchedule` of generator
+    ``name`` on ``fabric`` (options as for the generator; ``shape`` comes from the fabric),
+    or None where there is none: not a torus, no compact generator, or sides it does not
+    cover (rectangular SP).
+
+    Raises:
+        PatternError: an unknown option or a value of the wrong type, named.
+    """
+    if fabric.kind != "torus" or name not in COMPACT_GENERATORS:
+        return None
+    opts = checked_options(name, {k: v for k, v in (options or {}).items() if k != "shape"})
+    try:
+        return compact_schedule(name, fabric.num_nodes, shape=fabric.shape, **opts)
+    except PatternError:
+        return None
 
 
 def torus_ks(shape: tuple[int, ...], ks: list[int] | None = None) -> list[int]:
