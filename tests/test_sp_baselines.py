@@ -147,3 +147,25 @@ def test_pack_of_a_pattern_without_flows():
     q = pack(generate("ring", 1))
     verify(q)
     assert (q.num_flows, q.num_chunks) == (0, 1)
+
+
+@pytest.mark.parametrize("shape, q", [((4, 4), 0.5), ((6, 6), 11 / 18), ((16, 16), 0.828125), ((9, 9), 16 / 27)])
+def test_trivance_b_splits_ties_between_its_two_ports(shape, q):
+    # a block in the shares of both peers goes to the less loaded port: on 6x6 node 0 sends
+    # 9 blocks to each of its four step-0 peers (before: 18 to node 6, 0 to node 30, Q = 0.972 N)
+    pat, d = metrics("trivance-b", shape)  # verified exactly
+    assert d.psi == pytest.approx(1) and d.q == pytest.approx(q, rel=1e-12)
+    if shape == (6, 6):
+        m = (pat.step == 0) & (pat.src == 0)
+        assert sorted(np.unique(pat.dst[m], return_counts=True)[1].tolist()) == [9, 9, 9, 9]
+        assert sorted(np.unique(pat.dst[m]).tolist()) == [1, 5, 6, 30]
+        assert d.omega == pytest.approx(1.0233, abs=1e-4)
+
+
+def test_balanced_intrees_needs_translation_invariant_peers():
+    from reactccl.algorithms.torus_common import balanced_intrees
+    geom = TorusGeometry((4, 4))
+    peers = [np.stack([np.roll(np.arange(16), 1), np.arange(16)])]  # not a torus translation pattern
+    peers[0][0, 3] = 7
+    with pytest.raises(PatternError, match="peers of step 0 do not commute"):
+        balanced_intrees(geom, peers)

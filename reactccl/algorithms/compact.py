@@ -42,7 +42,7 @@ from .bucket import bucket_trees
 from .kspt import ksp_tree
 from .registry import checked_options
 from .swing import swing_peers
-from .torus_common import bfs_tree, mirror_allgather, parse_shape, reach_intrees, torus_group, tree_schedule
+from .torus_common import balanced_intrees, bfs_tree, mirror_allgather, parse_shape, reach_intrees, torus_group, tree_schedule
 from .trivance import trivance_peers
 
 __all__ = ["CompactSchedule", "compact_schedule", "COMPACT_GENERATORS", "check_intrees"]
@@ -193,12 +193,13 @@ def _bucket(geom: TorusGeometry) -> CompactSchedule:
     return _intree_instances(_label("bucket", geom), geom, (1,) * geom.d, inst, blocks)
 
 
-def _peer_family(name: str, geom: TorusGeometry, peer_sets: list, period: tuple[int, ...]) -> CompactSchedule:
+def _peer_family(name: str, geom: TorusGeometry, peer_sets: list, period: tuple[int, ...],
+                 balanced: bool = False) -> CompactSchedule:
     blocks = _cell_nodes(geom, period)
     inst = []
     for peers in peer_sets:
         _check_equivariant(geom, peers, period)
-        parent, send = reach_intrees(peers, blocks)
+        parent, send = balanced_intrees(geom, peers, blocks) if balanced else reach_intrees(peers, blocks)
         inst.append((parent, send, len(peers)))
     return _intree_instances(_label(name, geom), geom, period, inst, blocks)
 
@@ -209,7 +210,8 @@ def _swing_b(geom: TorusGeometry) -> CompactSchedule:
 
 
 def _trivance_b(geom: TorusGeometry) -> CompactSchedule:
-    return _peer_family("trivance-b", geom, [trivance_peers(geom, i) for i in range(geom.d)], (1,) * geom.d)
+    return _peer_family("trivance-b", geom, [trivance_peers(geom, i) for i in range(geom.d)], (1,) * geom.d,
+                        balanced=True)
 
 
 COMPACT_GENERATORS: dict[str, Callable[..., CompactSchedule]] = {

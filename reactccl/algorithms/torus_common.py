@@ -29,7 +29,7 @@ from ..topology.torus import TorusGeometry
 
 __all__ = ["FlowArrays", "tree_schedule", "symmetrize", "intree_allreduce", "mirror_allgather",
            "torus_group", "bfs_tree", "tree_depth", "assemble", "parse_shape", "reach_intrees",
-           "dimension_walk", "whole_vector_flows", "combine", "pack"]
+           "balanced_intrees", "dimension_walk", "whole_vector_flows", "combine", "pack"]
 
 FlowArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """``(chunk, step, src, dst, op)``, each shape ``(F,)``; op 0 reduce, 1 copy."""
@@ -249,6 +249,31 @@ def dimension_walk(steps_per_dim: Sequence[int], start: int) -> list[tuple[int, 
     return out
 
 
+def _responsibility(peers: Sequence[np.ndarray], blocks: np.ndarray) -> list[np.ndarray]:
+    """``M[t][q, j]``: block ``blocks[j]`` ∈ {q} ∪ reach(q, t+1), shape ``(p, B)`` per step
+    (see :func:`reach_intrees`).
+
+    Raises:
+        PatternError: some node cannot reach some block.
+    """
+    S = len(peers)
+    p = peers[0].shape[-1]
+    nodes = np.arange(p)
+    eye = nodes[:, None] == blocks[None, :]  # (node, block)
+    M = [None] * S
+    R = np.zeros((p, len(blocks)), dtype=bool)  # reach(x, t+1)
+    for t in range(S - 1, -1, -1):
+        M[t] = R | eye
+        newR = R.copy()
+        for q in np.atleast_2d(peers[t]):
+            newR |= M[t][q] & (q != nodes)[:, None]  # a node that is its own peer idles
+        R = newR
+    if not (R | eye).all():
+        r, j = np.argwhere(~(R | eye))[0]
+        raise PatternError(f"peer sequence does not let node {r} reach block {blocks[j]}")
+    return M
+
+
 def reach_intrees(peers: Sequence[np.ndarray], blocks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Reduce-scatter in-trees of a peer sequence, one per block (block b ends at node b).
 
@@ -258,7 +283,8 @@ def reach_intrees(peers: Sequence[np.ndarray], blocks: np.ndarray | None = None)
     peer q of r (the first such peer on ties) — the Swing rule "a block in several steps'
     send sets is sent only at the latest of them". Because b ∈ M_t(q) means q itself has a
     later candidate step, every parent sends after its children: the in-trees are exact for
-    any peer sequence whose reach covers every node (so Ψ = 1).
+    any peer sequence whose reach covers every node (so Ψ = 1). :func:`balanced_intrees`
+    splits the ties between peers instead (Trivance's two ports).
 
     Args:
         peers: one array per step, shape ``(k_t, p)`` (k_t peers per node at step t; a
@@ -275,22 +301,11 @@ def reach_intrees(peers: Sequence[np.ndarray], blocks: np.ndarray | None = None)
     Memory: ``(len(peers) + 2) * p * B`` bytes of booleans plus two int64 ``p x B`` tables.
     """
     S = len(peers)
-    p = peers[0].shape[1]
+    p = peers[0].shape[-1]
     nodes = np.arange(p)
     blocks = nodes if blocks is None else np.asarray(blocks, dtype=np.int64).reshape(-1)
-    eye = nodes[:, None] == blocks[None, :]  # (node, block)
     B = len(blocks)
-    M = [None] * S  # M[t][q, j]: blocks[j] in {q} ∪ reach(q, t+1)
-    R = np.zeros((p, B), dtype=bool)  # reach(x, t+1)
-    for t in range(S - 1, -1, -1):
-        M[t] = R | eye
-        newR = R.copy()
-        for q in np.atleast_2d(peers[t]):
-            newR |= M[t][q] & (q != nodes)[:, None]  # a node that is its own peer idles
-        R = newR
-    if not (R | eye).all():
-        r, j = np.argwhere(~(R | eye))[0]
-        raise PatternError(f"peer sequence does not let node {r} reach block {blocks[j]}")
+    M = _responsibility(peers, blocks)
     parent = np.full((p, B), -1, dtype=np.int64)  # (node, block)
     step = np.full((p, B), -1, dtype=np.int64)
     for t in range(S):
@@ -305,15 +320,104 @@ def reach_intrees(peers: Sequence[np.ndarray], blocks: np.ndarray | None = None)
     return parent.T.copy(), step.T.copy()
 
 
+def _check_translation_invariant(geom: TorusGeometry, peers: Sequence[np.ndarray]) -> None:
+    """Raise PatternError unless every step's peers commute with the unit translations."""
+    c = geom.coords()
+    for k in range(geom.d):
+        e = np.zeros(geom.d, dtype=np.int64)
+        e[k] = 1
+        moved = geom.node(c + e)
+        for s, pe in enumerate(peers):
+            pe = np.atleast_2d(pe)
+            if not (pe[:, moved] == geom.node(geom.coords(pe) + e)).all():
+                raise PatternError(f"balanced in-trees: the peers of step {s} do not commute with the "
+                                   f"unit translation in dimension {k}")
+
+
+def balanced_intrees(geom: TorusGeometry, peers: Sequence[np.ndarray],
+                     blocks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`reach_intrees` with ties between peers split by load (Trivance-B's two ports).
+
+    Each block's partial still goes once, at the latest step t at which it belongs to a
+    peer's share, so the in-trees stay exact; but where it belongs to the shares of several
+    peers of that step (a tie), it goes to the peer that has been given the fewest blocks so
+    far at that node and step (exclusive blocks counted first, ties then in block-offset
+    order, the first peer on equal loads). Without this every tie lands on the "+" peer and
+    the "−" port idles (on 6x6 node 0 would send 18 blocks to node 6 and none to node 30
+    at step 0).
+
+    The rule depends only on the offset ``b − r`` of block and node, so the peer sequence
+    must commute with every translation of the torus; then one node's decisions for all
+    offsets give every tree, and a subset of ``blocks`` costs ``O(S p)`` beyond the output.
+
+    Args:
+        geom: the torus.
+        peers: one array per step, shape ``(k_t, p)`` as for :func:`reach_intrees`.
+        blocks: block ids, shape ``(B,)`` (default all p).
+
+    Returns:
+        ``(parent, send_step)``, each shape ``(B, p)``; parent -1 at the owner.
+
+    Raises:
+        PatternError: peers that are not translation invariant, or a block some node cannot reach.
+    """
+    _check_translation_invariant(geom, peers)
+    p, S = geom.num_nodes, len(peers)
+    nodes = np.arange(p)
+    blocks = nodes if blocks is None else np.asarray(blocks, dtype=np.int64).reshape(-1)
+    M0 = _responsibility(peers, np.array([0]))  # M0[t][x, 0]: block 0 ∈ M_t(x)
+    c = geom.coords()
+    # node 0, block at offset o: peer q of node 0 is a candidate iff o ∈ M_t(q) iff 0 ∈ M_t(q - o)
+    tstar = np.full(p, -1, dtype=np.int64)
+    cands = []
+    for t in range(S):
+        qs = np.atleast_2d(peers[t])[:, 0]
+        cand = np.zeros((len(qs), p), dtype=bool)
+        for i, q in enumerate(qs):
+            if q == 0 or q in qs[:i]:
+                continue  # idle port, or a repeated peer
+            cand[i] = M0[t][geom.node(geom.coords(q) - c), 0]
+        cand[:, 0] = False  # node 0 keeps its own block
+        cands.append(cand)
+        tstar[cand.any(axis=0)] = t
+    choice = np.zeros(p, dtype=np.int64)
+    for t in range(S):
+        cand = cands[t][:, tstar == t]
+        offs = np.flatnonzero(tstar == t)
+        k = cand.sum(axis=0)
+        first = np.argmax(cand, axis=0)
+        pick = first.copy()
+        load = np.bincount(first[k == 1], minlength=cand.shape[0])
+        for j in np.flatnonzero(k > 1):
+            opts = np.flatnonzero(cand[:, j])
+            pick[j] = opts[np.argmin(load[opts])]
+            load[pick[j]] += 1
+        choice[offs] = pick
+    o = geom.node(geom.coords(blocks)[:, None, :] - c[None, :, :])  # (B, p) offsets b - r
+    step = tstar[o]
+    parent = np.full(o.shape, -1, dtype=np.int64)
+    for t in range(S):
+        pe = np.atleast_2d(peers[t])
+        sel = step == t
+        jj, rr = np.nonzero(sel)
+        parent[jj, rr] = pe[choice[o[jj, rr]], rr]
+    own = o == 0
+    parent[own] = -1
+    step[own] = -1
+    return parent, step
+
+
 def peer_instances_allreduce(num_ranks: int, geom: TorusGeometry, peer_sets: Sequence[Sequence[np.ndarray]],
-                             name: str) -> CollectivePattern:
+                             name: str, balanced: bool = False) -> CollectivePattern:
     """AllReduce made of independent reduce-scatter/allgather instances, one per entry of
-    ``peer_sets`` (each a list of per-step peer arrays, shape ``(p,)``), instance ``k`` owning
-    chunks ``k p .. (k+1) p - 1`` (Swing-B's 2d mirrored collectives, Trivance-B's d parts)."""
+    ``peer_sets`` (each a list of per-step peer arrays, shape ``(k_t, p)``), instance ``k`` owning
+    chunks ``k p .. (k+1) p - 1`` (Swing-B's 2d mirrored collectives, Trivance-B's d parts).
+    ``balanced`` builds the in-trees with :func:`balanced_intrees` (ties split by load)
+    instead of :func:`reach_intrees`."""
     p = geom.num_nodes
     parts = []
     for k, peers in enumerate(peer_sets):
-        parent, step = reach_intrees(peers)
+        parent, step = balanced_intrees(geom, peers) if balanced else reach_intrees(peers)
         parts.append(intree_allreduce(parent, step, len(peers), chunk_ids=np.arange(p) + k * p))
     flows = tuple(np.concatenate(a) for a in zip(*parts))
     return assemble(num_ranks, flows, name=name)

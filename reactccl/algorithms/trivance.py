@@ -14,6 +14,11 @@ parts; part i starts on dimension i and moves to the next dimension every step.
   blocks whose ternary digit s is ±1). For other n the authors' fix is not known here: we
   keep the distances above and send each block's partial once, at the latest step at which
   it belongs to a peer's share, which is exact (verified) but may differ from the artifact.
+  A block in the shares of both peers of that step (a tie; common when n is not 3^K) goes
+  to the less loaded of the two ports (:func:`~.torus_common.balanced_intrees`), so both
+  ports carry the same number of blocks: on 6x6 node 0 sends 9 blocks each to 6 and 30 at
+  step 0 (all 18 to 6 before), Q = 0.611 N and Ω = 1.023 (0.972 N and 1.628 with every tie
+  on the "+" port); 16x16 Q = 0.828 N (0.973 N).
 
 Example, n = 9: node 0 works with 1 and 8, then with 3 and 6; Trivance-L needs 2 steps.
 
@@ -68,7 +73,7 @@ def trivance_b(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2
     """
     geom = TorusGeometry(parse_shape(num_ranks, shape, dims))
     return peer_instances_allreduce(num_ranks, geom, [trivance_peers(geom, i) for i in range(geom.d)],
-                                    name=f"trivance-b {'x'.join(map(str, geom.shape))}")
+                                    name=f"trivance-b {'x'.join(map(str, geom.shape))}", balanced=True)
 
 
 @register("trivance-l", "allreduce", "Trivance latency-optimal on a torus (sides 3^t): whole part to both peers each step")
