@@ -10,7 +10,7 @@ CASES = [
     ("nccl-tree", {}), ("nccl-tree", {"slices": 3}),
     ("ring", {}), ("ring-allgather", {}), ("ring-reducescatter", {}),
     ("recursive-doubling", {}), ("recursive-doubling", {"nonpow2": "fold"}),
-    ("rabenseifner", {}),
+    ("rabenseifner", {}), ("rd-allreduce", {}),
     ("binomial-broadcast", {}), ("binomial-reduce", {}),
 ]
 

@@ -169,3 +169,19 @@ def test_balanced_intrees_needs_translation_invariant_peers():
     peers[0][0, 3] = 7
     with pytest.raises(PatternError, match="peers of step 0 do not commute"):
         balanced_intrees(geom, peers)
+
+
+@pytest.mark.parametrize("n, steps", [(1, 0), (2, 1), (3, 3), (5, 4), (6, 4), (7, 4), (8, 3), (12, 5), (16, 4)])
+def test_rd_allreduce_folds_like_mpich(n, steps):
+    # floor(log2 n) + 2 steps off a power of two (MPICH allreduce_intra_recursive_doubling.c)
+    assert generate("rd-allreduce", n).num_steps == steps  # verified exactly on the way out
+
+
+def test_rd_allreduce_fold_n6_flows():
+    # pof2 = 4, rem = 2: 0 -> 1 and 2 -> 3 add in; new ranks 0..3 are real 1, 3, 4, 5
+    p = generate("rd-allreduce", 6)
+    flows = sorted(zip(p.step.tolist(), p.src.tolist(), p.dst.tolist(), p.op.tolist()))
+    assert flows == [(0, 0, 1, 0), (0, 2, 3, 0),
+                     (1, 1, 3, 0), (1, 3, 1, 0), (1, 4, 5, 0), (1, 5, 4, 0),
+                     (2, 1, 4, 0), (2, 3, 5, 0), (2, 4, 1, 0), (2, 5, 3, 0),
+                     (3, 1, 0, 1), (3, 3, 2, 1)]

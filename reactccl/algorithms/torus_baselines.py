@@ -1,7 +1,8 @@
 """Generic baselines placed on a torus: Hamiltonian ring, recursive doubling, Rabenseifner.
 
-``rd-allreduce`` (recursive-doubling AllReduce, whole vector to the XOR partner each step)
-is defined here because the generic ``recursive-doubling`` generator is an AllGather.
+``rd-allreduce`` (recursive-doubling AllReduce, whole vector to the XOR partner each step,
+MPICH's fold for other n) is defined here because the generic ``recursive-doubling``
+generator is an AllGather.
 
 The generic generators (``ring``, ``recursive-doubling``, ``rabenseifner``) number ranks
 0..p-1; on a torus rank r runs on node r (row-major coordinates, :class:`TorusGeometry`),
@@ -24,6 +25,8 @@ import numpy as np
 
 from ..pattern import CollectivePattern, PatternError
 from ..topology.torus import TorusGeometry
+from ._build import check_int_option
+from .recursive import fold_ranks
 from .registry import generate, register
 from .torus_common import assemble, combine, parse_shape, whole_vector_flows
 
@@ -87,18 +90,36 @@ def torus_ring(num_ranks: int, shape: Sequence[int] | None = None) -> Collective
     return combine(parts, name=f"torus-ring {shp[0]}x{shp[1]}")
 
 
-@register("rd-allreduce", "allreduce", "recursive-doubling AllReduce: whole vector to the XOR partner every step (p = 2^k)")
+@register("rd-allreduce", "allreduce",
+          "recursive-doubling AllReduce: whole vector to the XOR partner every step; MPICH's fold for other n")
 def rd_allreduce(num_ranks: int) -> CollectivePattern:
-    """Recursive-doubling AllReduce (Rabenseifner 2004 / MPICH for short messages): at step s
-    rank r adds its whole vector into ``r XOR 2^s``; log2 p steps, one chunk. On a torus rank
-    r is node r.
+    """Recursive-doubling AllReduce (MPICH ``allreduce_intra_recursive_doubling.c``, its
+    short-message algorithm): at step s rank r adds its whole vector into ``r XOR 2^s``; one
+    chunk. On a torus rank r is node r.
+
+    Other n fold as MPICH does (:func:`~.recursive.fold_ranks`): with pof2 the largest power
+    of two <= n and rem = n - pof2, each even r < 2 rem first adds its vector into r+1 and
+    sits out; the pof2 ranks left (odd r < 2 rem as new rank r/2, r >= 2 rem as r - rem) run
+    the power-of-two exchange; finally each odd r < 2 rem copies the result to r-1. Steps:
+    log2 n for a power of two, floor(log2 n) + 2 otherwise (n = 3: 3; 5..7: 4; 12: 5); n = 1
+    has no flows. Example n = 3: step 0 0->1; step 1 1<->2; step 2 1->0.
 
     Raises:
-        PatternError: p not a power of two (the non-power-of-two fold is not built here).
+        PatternError: num_ranks not an integer >= 1.
     """
-    if num_ranks < 2 or num_ranks & (num_ranks - 1):
-        raise PatternError(f"rd-allreduce: num_ranks must be a power of two >= 2, got {num_ranks}")
-    r = np.arange(num_ranks)
-    steps = [(r ^ (1 << s))[None, :] for s in range(num_ranks.bit_length() - 1)]
-    flows = whole_vector_flows([steps])
-    return assemble(num_ranks, flows, name=f"rd-allreduce {num_ranks}")
+    n = check_int_option("num_ranks", num_ranks)
+    pof2, rem, real = fold_ranks(n)
+    L = pof2.bit_length() - 1
+    off = 1 if rem else 0
+    evens = 2 * np.arange(rem, dtype=np.int64)
+    q = np.arange(pof2, dtype=np.int64)
+    step = [np.zeros(rem, np.int64)] + [np.full(pof2, off + s, np.int64) for s in range(L)]
+    src = [evens] + [real] * L
+    dst = [evens + 1] + [real[q ^ (1 << s)] for s in range(L)]
+    op = [np.zeros(rem + pof2 * L, np.int8), np.ones(rem, np.int8)]
+    step.append(np.full(rem, off + L, np.int64))
+    src.append(evens + 1)
+    dst.append(evens)
+    cat = np.concatenate
+    flows = (np.zeros(rem * 2 + pof2 * L, np.int64), cat(step), cat(src), cat(dst), cat(op))
+    return assemble(n, flows, name=f"rd-allreduce {n}", num_chunks=1)
