@@ -76,11 +76,23 @@ def test_swing_b_odd_sides_direct_exchange(shape):
         assert d.theta == pytest.approx(1)  # on a ring of 3 every pair is adjacent
 
 
-def test_swing_refuses_odd():
-    with pytest.raises(PatternError, match="odd sides"):
-        generate("swing-l", 25)
-    with pytest.raises(PatternError, match="power of two"):
-        generate("swing-l", 36)
+@pytest.mark.parametrize("shape, steps", [((5, 5), 8), ((6, 8), 7), ((3, 3, 3), 9), ((12, 8), 8), ((7, 4), 6), ((10,), 5)])
+def test_swing_l_shrinks_other_sides_to_a_power_of_two(shape, steps):
+    # per side n: log2 pof2 Swing steps, + a fold and an unfold when n is not a power of two
+    pat, d = metrics("swing-l", shape)  # verified exactly
+    assert pat.num_steps == steps
+    if shape == (6, 8):
+        # fold along dimension 0: rows 0 and 2 add into rows 1 and 3 (one hop, both chunks), back at the end
+        first = (pat.step == 0)
+        assert sorted(set(zip(pat.src[first].tolist(), pat.dst[first].tolist()))) == \
+            sorted((8 * x + y, 8 * (x + 1) + y) for x in (0, 2) for y in range(8))
+        assert (pat.op[pat.step == steps - 1] == 1).all() and d.psi > 1
+
+
+def test_swing_l_on_3_ranks_by_hand():
+    p = generate("swing-l", 3, shape=(3,))
+    flows = sorted(set(zip(p.step.tolist(), p.src.tolist(), p.dst.tolist(), p.op.tolist())))
+    assert flows == [(0, 0, 1, 0), (1, 1, 2, 0), (1, 2, 1, 0), (2, 1, 0, 1)]
 
 
 @pytest.mark.parametrize("t,d", [(1, 2), (2, 2), (1, 3), (3, 1)])
@@ -105,8 +117,32 @@ def test_trivance_other_sides():
     assert trivance_distances(16) == [1, 3, 4]
     pat, d = metrics("trivance-b", (8, 8))
     assert pat.num_steps == 8 and d.psi == pytest.approx(1)
-    with pytest.raises(PatternError, match="power of three"):
-        generate("trivance-l", 64)
+
+
+@pytest.mark.parametrize("shape, steps", [((4, 4), 6), ((8, 8), 6), ((6, 9), 5), ((16, 16), 8), ((10,), 4),
+                                          ((28,), 5), ((4, 4, 4), 9)])
+def test_trivance_l_shrinks_other_sides_to_a_power_of_three(shape, steps):
+    pat, _ = metrics("trivance-l", shape)  # verified exactly
+    assert pat.num_steps == steps
+
+
+def test_trivance_l_fold_of_8_by_hand():
+    from reactccl.algorithms.shrink import triples_fold
+    target, real = triples_fold(8)  # m = 3, rem = 5: two triples and one pair
+    assert target.tolist() == [1, 1, 1, 4, 4, 4, 7, 7] and real.tolist() == [1, 4, 7]
+    p = generate("trivance-l", 8, shape=(8,))
+    flows = sorted(set(zip(p.step.tolist(), p.src.tolist(), p.dst.tolist(), p.op.tolist())))
+    assert [f for f in flows if f[0] == 0] == [(0, 0, 1, 0), (0, 2, 1, 0), (0, 3, 4, 0), (0, 5, 4, 0), (0, 6, 7, 0)]
+    assert [f[1:3] for f in flows if f[0] == 1] == [(1, 4), (1, 7), (4, 1), (4, 7), (7, 1), (7, 4)]
+    assert [f for f in flows if f[0] == 2] == [(2, 1, 0, 1), (2, 1, 2, 1), (2, 4, 3, 1), (2, 4, 5, 1), (2, 7, 6, 1)]
+
+
+def test_shrink_rejects_a_fold_that_is_not_one_hop():
+    from reactccl.algorithms.shrink import shrink_flows
+    geom = TorusGeometry((6,))
+    bad = (np.array([3, 1, 3, 3, 4, 5]), np.array([1, 3, 4, 5]))  # 0 would fold into 3, three hops away
+    with pytest.raises(PatternError, match="dimension 0 \\(side 6\\)"):
+        shrink_flows(geom, [bad], 1, tuple(np.zeros(0, np.int64) for _ in range(5)))
 
 
 def test_ring_and_rd():

@@ -48,7 +48,7 @@ def test_cli_metrics_and_goodput(tmp_path, capsys):
                  "--out", str(tmp_path)]) == 0
     out = json.loads((tmp_path / "sp-hyperx.json").read_text())
     assert out["experiment"] == "sp-hyperx" and (tmp_path / "sp-hyperx.png").exists()
-    assert main(["sp", "metrics", "swing-l", "--fabric", "torus:5x5"]) == 2
+    assert main(["sp", "metrics", "swing-b", "--fabric", "torus:5x5", "--opt", "k=2"]) == 2  # no such option
 
 
 def test_cli_ksp_table(capsys):
@@ -188,8 +188,10 @@ def test_sizes_deduplicated_and_labelled_exactly(tmp_path):
 def test_report_text_readable(tmp_path):
     text, _ = _report("sp-latency", tmp_path, quick=True, engine="model", alpha=0.0)
     assert "torus 4x4: k-SP envelope" in text and "gain per size: 64 KiB " in text and "{" not in text
-    text, _ = _report("sp-square", tmp_path, quick=True, engine="model")
-    assert "trivance-l (trivance-l with 16 ranks: trivance-l: every side must be a power of three" in text
+    text, doc = _report("sp-square", tmp_path, quick=True, engine="model")
+    # 4x4 is no power of three: trivance-l shrinks it onto 3x3 and runs (6 rounds) instead of being skipped
+    assert "not available here" not in text and not doc["runs"][0]["skipped"]
+    assert {r["steps"] for r in doc["runs"][0]["rows"] if r["variant"] == "trivance-l"} == {6}
     assert "  SP / Bucket at 64 KiB: 8x8 1.74, 64x64 2.0" in text
 
 

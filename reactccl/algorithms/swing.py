@@ -18,7 +18,9 @@ dimension of size n gets ceil(log2 n) steps.
   dimension, still Ψ = 1 and verified exactly (3x3 ... 11x11, 7x4, 3x3x3), but the direct
   step is multi-hop and unbalanced (measured Ω: 5x5 1.72, 7x7 2.64, 9x9 2.16, 3x3 2.5).
 * ``swing-l`` (latency-optimal): the whole part is exchanged and added every step,
-  Σ log2 n steps; exact only when every side is a power of two (otherwise refused).
+  Σ log2 n steps when every side is a power of two; any other side first shrinks onto the
+  power of two below it as Swing's reference code and MPICH do (fold the extra coordinates
+  into their neighbours, Swing on the rest, copy the result back: 2 more steps per such side).
 
 Example: ring of 8, ρ = 1, -1, 3: node 0 pairs with 1, then 7, then 3; node 1 with 0, 2, 6.
 
@@ -31,10 +33,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..pattern import CollectivePattern, PatternError
+from ..pattern import CollectivePattern
 from ..topology.torus import TorusGeometry
 from .registry import register
-from .torus_common import assemble, dimension_walk, parse_shape, peer_instances_allreduce, whole_vector_flows
+from .shrink import pairs_fold, shrink_flows
+from .torus_common import FlowArrays, assemble, dimension_walk, parse_shape, peer_instances_allreduce
 
 __all__ = ["rho", "swing_peers", "swing_b", "swing_l"]
 
@@ -91,36 +94,52 @@ def swing_peers(geom: TorusGeometry, collective: int, odd: bool = False) -> list
     return out
 
 
-def _geometry(num_ranks, shape, dims, what, odd_ok=False) -> TorusGeometry:
-    shp = parse_shape(num_ranks, shape, dims)
-    if not odd_ok and any(n % 2 for n in shp):
-        raise PatternError(f"{what}: odd sides are not supported (got {shp}); use swing-b, which handles them "
-                           f"with the odd-p direct exchange")
-    return TorusGeometry(shp)
-
-
 @register("swing-b", "allreduce", "Swing bandwidth-optimal on a torus: 2d mirrored reduce-scatter/allgather collectives")
 def swing_b(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2) -> CollectivePattern:
     """Swing-B on the torus ``shape``: ``2 d p`` chunks, ``2 Σ ceil(log2 n_k)`` steps.
 
     Raises:
-        PatternError: no such torus, or an odd side.
+        PatternError: no torus of that shape; ValueError: a side below 3.
     """
-    geom = _geometry(num_ranks, shape, dims, "swing-b", odd_ok=True)
+    geom = TorusGeometry(parse_shape(num_ranks, shape, dims))
     return peer_instances_allreduce(num_ranks, geom, [swing_peers(geom, k, odd=True) for k in range(2 * geom.d)],
                                     name=f"swing-b {'x'.join(map(str, geom.shape))}")
 
 
-@register("swing-l", "allreduce", "Swing latency-optimal on a torus: whole part exchanged every step")
+def _alias_swing_l_flows(sides: Sequence[int]) -> FlowArrays:
+    """Swing-L on a torus whose sides are powers of two (2 allowed), nodes numbered
+    row-major: 2d collectives, one chunk each, whole chunk to the Swing partner every step."""
+    d = len(sides)
+    ac = np.stack(np.unravel_index(np.arange(int(np.prod(sides))), tuple(sides)), axis=1)
+    me = np.ravel_multi_index(tuple(ac.T), tuple(sides))
+    out: list[list[np.ndarray]] = [[], [], [], [], []]
+    for col in range(2 * d):
+        sign = 1 if col < d else -1
+        for t, (k, sigma) in enumerate(dimension_walk([_steps(m) for m in sides], col % d)):
+            cc = ac.copy()
+            par = np.where(ac[:, k] % 2 == 0, 1, -1)
+            cc[:, k] = (ac[:, k] + par * sign * rho(sigma)) % sides[k]
+            peer = np.ravel_multi_index(tuple(cc.T), tuple(sides))
+            for a, v in zip(out, (np.full(len(me), col), np.full(len(me), t), me, peer, np.zeros(len(me), np.int8))):
+                a.append(v)
+    return tuple(np.concatenate(a) for a in out)
+
+
+@register("swing-l", "allreduce",
+          "Swing latency-optimal on a torus: whole part exchanged every step; other sides shrink to a power of two")
 def swing_l(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2) -> CollectivePattern:
-    """Swing-L on the torus ``shape``: 2d chunks, ``Σ log2 n_k`` steps.
+    """Swing-L on the torus ``shape``: 2d chunks, ``Σ log2 n_k`` steps when every side is a
+    power of two. Any other side n shrinks onto the power of two below it as Swing's
+    reference code does (:func:`~.shrink.pairs_fold`, MPICH's fold: even c < 2 rem adds its
+    vector into c + 1 and sits out, Swing runs on the aliases with ρ and parity taken on the
+    alias, the result is copied back), one fold and one unfold step per such side. Example
+    6x8: the fold 0->1, 2->3 along dimension 0, 2 + 3 Swing steps on the 4x8 aliases
+    {1, 3, 4, 5} x {0..7}, then 1->0, 3->2: 7 steps.
 
     Raises:
-        PatternError: no such torus, or a side that is not a power of two (the recursive
-            exchange would count contributions twice).
+        PatternError: no torus of that shape; ValueError: a side below 3.
     """
-    geom = _geometry(num_ranks, shape, dims, "swing-l")
-    if any(n & (n - 1) for n in geom.shape):
-        raise PatternError(f"swing-l: every side must be a power of two, got {geom.shape}")
-    flows = whole_vector_flows([swing_peers(geom, k) for k in range(2 * geom.d)])
+    geom = TorusGeometry(parse_shape(num_ranks, shape, dims))
+    folds = [pairs_fold(n) for n in geom.shape]
+    flows = shrink_flows(geom, folds, 2 * geom.d, _alias_swing_l_flows([len(f[1]) for f in folds]))
     return assemble(num_ranks, flows, name=f"swing-l {'x'.join(map(str, geom.shape))}")

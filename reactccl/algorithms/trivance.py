@@ -7,7 +7,8 @@ parts; part i starts on dimension i and moves to the next dimension every step.
 
 * ``trivance-l`` (latency-optimal): the whole part goes to both peers and the three values
   are added; Σ K steps. Exact only when every side is a power of three (the three groups
-  combined are then disjoint); other sides are refused.
+  combined are then disjoint); another side first shrinks onto the power of three below it
+  (:mod:`.shrink`), 2 more steps per such side.
 * ``trivance-b`` (bandwidth-optimal): reduce-scatter in-trees from the same peer sequence
   (:func:`~.torus_common.reach_intrees`), allgather mirrored, 2 Σ K steps, Ψ = 1. For
   n = 3^K this is the balanced-ternary scheme of the Trivance paper (r sends to r ± 3^s the
@@ -31,9 +32,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..pattern import CollectivePattern, PatternError
+from ..pattern import CollectivePattern
 from ..topology.torus import TorusGeometry
 from .registry import register
+from .shrink import shrink_flows, triples_fold
 from .torus_common import assemble, dimension_walk, parse_shape, peer_instances_allreduce, whole_vector_flows
 
 __all__ = ["trivance_distances", "trivance_peers", "trivance_b", "trivance_l"]
@@ -76,17 +78,25 @@ def trivance_b(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2
                                     name=f"trivance-b {'x'.join(map(str, geom.shape))}", balanced=True)
 
 
-@register("trivance-l", "allreduce", "Trivance latency-optimal on a torus (sides 3^t): whole part to both peers each step")
+@register("trivance-l", "allreduce",
+          "Trivance latency-optimal on a torus: whole part to both peers each step; other sides shrink to a power of three")
 def trivance_l(num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2) -> CollectivePattern:
-    """Trivance-L on the torus ``shape``: d chunks, ``Σ log3 n_k`` steps.
+    """Trivance-L on the torus ``shape``: d chunks, ``Σ log3 n_k`` steps when every side is a
+    power of three.
+
+    Another side n would add some contributions twice (the three groups a node combines
+    overlap once 3^K exceeds n), so it first shrinks onto m = 3^floor(log3 n) coordinates
+    (:func:`~.shrink.triples_fold`: groups of three fold both ends into their middle, one
+    on each port, then pairs fold into one; one hop each), Trivance-L runs on the aliases,
+    and the result is copied back: ``log3 m + 2`` steps for that side (n = 4..8: 3, n = 16: 4).
+    The fold is ours, in the manner of the Swing/MPICH fold; the Trivance authors' own
+    handling of such sides is not known here.
 
     Raises:
-        PatternError: a side that is not a power of three.
+        PatternError: no torus of that shape; ValueError: a side below 3.
     """
     geom = TorusGeometry(parse_shape(num_ranks, shape, dims))
-    for n in geom.shape:
-        if 3 ** len(trivance_distances(n)) != n:
-            raise PatternError(f"trivance-l: every side must be a power of three, got {geom.shape} "
-                               f"(other sides would add some contributions twice)")
-    flows = whole_vector_flows([trivance_peers(geom, i) for i in range(geom.d)])
-    return assemble(num_ranks, flows, name=f"trivance-l {'x'.join(map(str, geom.shape))}")
+    folds = [triples_fold(n) for n in geom.shape]
+    alias = TorusGeometry([len(f[1]) for f in folds])
+    inner = whole_vector_flows([trivance_peers(alias, i) for i in range(alias.d)])
+    return assemble(num_ranks, shrink_flows(geom, folds, geom.d, inner), name=f"trivance-l {'x'.join(map(str, geom.shape))}")
