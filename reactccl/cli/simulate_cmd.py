@@ -253,7 +253,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "leaf-spine:leaves=4,spines=2,hosts=4, alibaba, full-mesh:tors=4,hosts=2; direct "
                         "fabrics of SP-allreduce (fixed geometry routes, hosts n0.. row-major, links 400G and "
                         "400ns per hop unless given): torus:AxB[xC] (sides >= 3), hyperx:NxN, "
-                        "spineleaf:LEAVESxQ; add ,rate=100G,latency=1us to any (default fat-tree:k=4)")
+                        "spineleaf:LEAVESxQ; dragonfly:a=4,p=2,h=2 (minimal local-global-local routes, 100G, 1us); "
+                        "add ,rate=100G,latency=1us to any (default fat-tree:k=4)")
     p.add_argument("--size", "-s", default="20MB", help="message size, e.g. 20MB (decimal) or 64MiB (default 20MB)")
     p.add_argument("--epochs", "-e", type=int, default=100, help="epochs to simulate (default 100)")
     p.add_argument("--background", "-b", action="append", metavar="SPEC",

@@ -4,6 +4,7 @@ paths, ECMP by stable hash, and placement of ranks on hosts.
 Knows nothing of patterns. See DESIGN.md "Layers".
 """
 
+from .dragonfly import dragonfly
 from .builders import DEFAULT_LATENCY, DEFAULT_RATE, alibaba, fat_tree, full_mesh_tors, leaf_spine, star
 from .graph import Topology, TopologyError, add_cable, stable_hash
 from .spec import TOPOLOGIES, parse_topology, placement, register_topology
@@ -11,6 +12,6 @@ from .units import UnitError, parse_rate, parse_size, parse_time
 
 __all__ = [
     "DEFAULT_LATENCY", "DEFAULT_RATE", "TOPOLOGIES", "Topology", "TopologyError", "UnitError", "add_cable",
-    "alibaba", "fat_tree", "full_mesh_tors", "leaf_spine", "parse_rate", "parse_size", "parse_time",
+    "alibaba", "dragonfly", "fat_tree", "full_mesh_tors", "leaf_spine", "parse_rate", "parse_size", "parse_time",
     "parse_topology", "placement", "register_topology", "stable_hash", "star",
 ]

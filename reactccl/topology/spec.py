@@ -1,6 +1,7 @@
 """Topologies from short text specs (``fat-tree:k=4``) and placement of ranks on hosts.
 
-Spec grammar: ``NAME[:KEY=VALUE[,KEY=VALUE...]]``; every builder also accepts
+Spec grammar: ``NAME[:KEY=VALUE[,KEY=VALUE...]]`` (``:`` also separates items, as in
+``dragonfly:a=4:p=2:h=2``); every builder also accepts
 ``rate=`` (e.g. ``100G``) and ``latency=`` (e.g. ``1us``). Other modules add
 builders with :func:`register_topology`. The direct-connect fabrics of SP-allreduce
 (:mod:`reactccl.topology.torus`) take a shape instead of keys, with the grammar of
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import builders
+from .dragonfly import dragonfly
 from .graph import Topology, TopologyError
 from .torus import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE, HyperXGeometry, SpineLeafGeometry, TorusGeometry,
                     fabric_topology)
@@ -58,6 +60,7 @@ register_topology("alibaba", builders.alibaba, {"tors": "tors", "aggs": "aggs", 
                   "alibaba", defaults={"tors": 48, "aggs": 3, "hosts": 15})
 register_topology("full-mesh", builders.full_mesh_tors, {"tors": "tors", "hosts": "hosts_per_tor"},
                   "full-mesh:tors=4,hosts=2")
+register_topology("dragonfly", dragonfly, {"a": "a", "p": "p", "h": "h"}, "dragonfly:a=4,p=2,h=2")
 
 
 #: Shape-spec fabrics of :mod:`reactccl.topology.torus`: name -> (shape, rule, example).
@@ -136,7 +139,9 @@ def parse_topology(spec: str) -> Topology:
     Switched fabrics (ECMP over fewest-hop paths; links 100 Gbit/s and 1 µs by default):
     ``star:hosts=18``, ``fat-tree:k=4``, ``leaf-spine:leaves=4,spines=2,hosts=4``,
     ``alibaba``, ``full-mesh:tors=4,hosts=2``, with ``rate=``/``latency=`` keys, e.g.
-    ``fat-tree:k=4,rate=100G,latency=1us``.
+    ``fat-tree:k=4,rate=100G,latency=1us``. ``dragonfly:a=4,p=2,h=2`` (Kim et al. 2008:
+    a·h+1 groups of ``a`` routers, ``p`` hosts per router, ``h`` global links per router)
+    has fixed minimal local–global–local routes (:mod:`reactccl.topology.dragonfly`).
 
     Direct-connect fabrics of SP-allreduce (:func:`reactccl.topology.torus.fabric_topology`:
     hosts ``n0..n{p-1}`` in row-major order, each flow on the geometry's fixed route;
@@ -151,7 +156,7 @@ def parse_topology(spec: str) -> Topology:
     text = str(spec).strip()
     name, _, rest = text.partition(":")
     name = name.strip().lower().replace("_", "-")
-    items = [p.strip() for p in rest.split(",") if p.strip()]
+    items = [p.strip() for p in rest.replace(":", ",").split(",") if p.strip()]
     if name in FABRICS:
         return _fabric(text, name, items)
     if name not in TOPOLOGIES:
