@@ -13,7 +13,7 @@ C, LAT = 400e9, 400e-9  # fabric defaults, SP-allreduce §7.1
 
 
 def _run(capsys, *argv):
-    assert main(["simulate", *argv, "-e", "1", "--ports", "1", "--json"]) == 0
+    assert main(["simulate", *argv, "-e", "1", "--ecmp-ports", "1", "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 

@@ -143,9 +143,9 @@ def test_metrics_shape_only_to_generators_that_take_it(name, rounds, capsys):
 
 
 def test_metrics_dims_option_must_match_fabric(capsys):
-    assert main(["sp", "metrics", "sp-allreduce", "--opt", "dims=3"]) == 2
-    assert "--opt dims=3" in capsys.readouterr().out
-    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--opt", "dims=2", "--json"]) == 0
+    assert main(["sp", "metrics", "sp-allreduce", "--option", "dims=3"]) == 2
+    assert "--option dims=3" in capsys.readouterr().out
+    assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "-O", "dims=2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["rounds"] == 8
 
 

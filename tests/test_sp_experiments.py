@@ -48,7 +48,7 @@ def test_cli_metrics_and_goodput(tmp_path, capsys):
                  "--out", str(tmp_path)]) == 0
     out = json.loads((tmp_path / "sp-hyperx.json").read_text())
     assert out["experiment"] == "sp-hyperx" and (tmp_path / "sp-hyperx.png").exists()
-    assert main(["sp", "metrics", "swing-b", "--fabric", "torus:5x5", "--opt", "k=2"]) == 2  # no such option
+    assert main(["sp", "metrics", "swing-b", "--fabric", "torus:5x5", "--option", "k=2"]) == 2  # no such option
 
 
 def test_cli_ksp_table(capsys):

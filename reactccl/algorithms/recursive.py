@@ -30,6 +30,8 @@ Source: Thakur, Rabenseifner & Gropp (2005), MPICH ``allgather_intra_recursive_d
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from ..pattern import CollectivePattern, PatternError
@@ -93,7 +95,7 @@ def _rd_pow2_flows(n: int, first_step: int, block_lo: np.ndarray, real: np.ndarr
 
 @register("recursive-doubling", "allgather",
           "recursive doubling AllGather (XOR partners); dissemination or fold for other n; one chunk graph")
-def recursive_doubling(n: int, nonpow2: str = "dissemination") -> CollectivePattern:
+def recursive_doubling(n: int, nonpow2: Literal["dissemination", "fold"] = "dissemination") -> CollectivePattern:
     """Recursive doubling AllGather on ``n`` ranks (schemes in the module docstring).
 
     Steps: log2 n for a power of two; ceil(log2 n) with ``nonpow2="dissemination"``;

@@ -7,12 +7,14 @@ result, so every pattern that leaves a generator is checked.
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..pattern import CollectivePattern, PatternError, verify
 
-__all__ = ["Generator", "register", "generate", "checked_options", "get", "names", "REGISTRY"]
+__all__ = ["Generator", "register", "generate", "checked_options", "options", "get", "names", "REGISTRY"]
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,6 @@ def checked_options(name: str, options: dict) -> dict:
     Raises:
         PatternError: unknown name, an unknown option, or a value of the wrong type.
     """
-    import inspect
     params = inspect.signature(get(name).func).parameters
     if any(v.kind is inspect.Parameter.VAR_KEYWORD for v in params.values()):
         return dict(options)
@@ -97,11 +98,57 @@ def checked_options(name: str, options: dict) -> dict:
     return {k: _coerce(name, k, v, params[k].annotation) for k, v in options.items()}
 
 
+def _type_name(annotation) -> str:
+    """A generator annotation (text under postponed evaluation) as a user-facing type name:
+    ``int``, ``float``, ``bool``, ``str``, ``shape`` (a sequence of ints, e.g. 8x4), each
+    with `` or none`` when ``None`` is allowed."""
+    ann = str(annotation)
+    if ann == str(inspect.Parameter.empty):
+        return "any"
+    if ann.startswith("Literal["):
+        return "one of " + ", ".join(_choices(ann))
+    base = "shape" if ("Sequence[int]" in ann or "tuple[int" in ann) else \
+        ann.replace(" | None", "").replace("Optional[", "").rstrip("]").strip()
+    return base + (" or none" if "None" in ann else "")
+
+
+def _choices(ann: str) -> list[str]:
+    """The quoted values of a ``Literal[...]`` annotation given as text."""
+    return [a or b for a, b in re.findall(r"'([^']*)'|\"([^\"]*)\"", ann)]
+
+
+def options(name: str) -> list[dict]:
+    """The options of generator ``name`` from its signature: one dict per keyword argument
+    after the rank count, ``{"name", "type", "default"}`` (type as :func:`_type_name` gives
+    it, default JSON-ready: a tuple becomes a list, ``None`` stays ``None``; ``"required"``
+    True where there is no default). Example: ``options("nccl-tree")`` ->
+    ``[{"name": "slices", "type": "int", "default": 1, "required": False}]``.
+
+    Raises:
+        PatternError: unknown name.
+    """
+    params = list(inspect.signature(get(name).func).parameters.values())[1:]
+    out = []
+    for prm in params:
+        if prm.kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL):
+            continue
+        default = None if prm.default is inspect.Parameter.empty else prm.default
+        if isinstance(default, tuple):
+            default = list(default)
+        out.append({"name": prm.name, "type": _type_name(prm.annotation), "default": default,
+                    "required": prm.default is inspect.Parameter.empty})
+    return out
+
+
 def _coerce(name: str, key: str, value, annotation) -> object:
     """``value`` converted to what the annotation (a string under postponed evaluation)
     asks for; PatternError naming the option otherwise. Unannotated options pass through."""
     ann = str(annotation)
     bad = PatternError
+    if ann.startswith("Literal["):
+        if value not in _choices(ann):
+            raise bad(f"{name}: option {key}: expected one of {', '.join(_choices(ann))}, got {value!r}")
+        return value
     if "Sequence[int]" in ann or "tuple[int" in ann:
         if value is None and "None" in ann:
             return None

@@ -28,6 +28,7 @@ Source: SP-allreduce (arXiv 2610.16387) §3.1, §6, Appendix A.5.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -202,7 +203,7 @@ def sp_hyperx(num_ranks: int, shape: Sequence[int] | None = None) -> CollectiveP
 
 
 @register("sp-spineleaf", "allreduce", "SP-allreduce on spine-leaf: host star under leaf/host translations")
-def sp_spineleaf(num_ranks: int, q: int | None = None, tree: str = "star") -> CollectivePattern:
+def sp_spineleaf(num_ranks: int, q: int | None = None, tree: Literal["star", "relay"] = "star") -> CollectivePattern:
     """SP-allreduce on a spine-leaf fabric with ``q`` hosts per leaf (``l = num_ranks / q``
     leaves, q spines): a base tree rooted at h_{0,0} and its p images under the group
     h_{i,j} -> h_{i+a, j+b} (§6.3), one chunk of N/p per image.

@@ -11,12 +11,14 @@ import argparse
 import json
 from typing import Any
 
+import numpy as np
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..experiments.demo import DemoConfig, DemoResult, demo_scenario, run_demo
-from ..experiments.patterns_view import moved_positions, pattern_view
+from ..experiments.patterns_view import moved_positions, pattern_view, tree_parents
 from ..topology import UnitError, parse_size, parse_topology
 from ..trace import format_bytes, format_time
 
@@ -119,12 +121,20 @@ def _run_with_progress(cfg: DemoConfig, console: Console) -> DemoResult:
 
 
 def _header(res: DemoResult) -> str:
+    """The scenario in one line, with the fabric's own host names (``h3``, or ``n3`` on a torus)
+    and its link rate/latency; the ECMP ports only where routes are not fixed."""
     cfg, sc = res.config, res.scenario
+    topo = parse_topology(sc.topology)
+    host = topo.hosts
+    rate, lat = np.unique(topo.capacity), np.unique(topo.latency)
+    links = (f"{rate[0] / 1e9:g} Gbps, {format_time(float(lat[0]))} links" if len(rate) == 1 and len(lat) == 1
+             else "mixed links")
+    routes = "fixed routes" if topo.router is not None else f"{cfg.ecmp_ports} ECMP ports"
     return (f"[bold]REACT demo[/bold]: {cfg.ranks}-rank {cfg.algorithm} "
             f"({res.react.first[0].collective.value}), {format_bytes(cfg.message_bytes)} per epoch, "
-            f"on {sc.topology} (100 Gbps, 1 µs links); ranks on hosts h0-h{cfg.ranks - 1}; "
-            f"{cfg.p} external flows h{cfg.ranks} -> h{res.rank} into rank [bold red]{res.rank}[/]; "
-            f"{cfg.epochs} epochs, {cfg.ecmp_ports} ECMP ports, seed {cfg.seed}")
+            f"on {sc.topology} ({links}); ranks on hosts {host[0]}-{host[cfg.ranks - 1]}; "
+            f"{cfg.p} external flows {host[cfg.ranks]} -> {host[res.rank]} into rank [bold red]{res.rank}[/]; "
+            f"{cfg.epochs} epochs, {routes}, seed {cfg.seed}")
 
 
 def _patterns(res: DemoResult) -> Table:
@@ -135,8 +145,22 @@ def _patterns(res: DemoResult) -> Table:
     t.add_column("before")
     t.add_column("after")
     for (label, before), (_, after) in zip(pattern_view(first, [res.rank]), pattern_view(last, [res.rank])):
-        t.add_row(label, before, after)
+        t.add_row(label.split()[-1], before, after)  # the graph's number: 'tree'/'graph' can differ per column
     return t
+
+
+def _untreed_note(res: DemoResult) -> str | None:
+    """One sentence naming the chunk graphs that were trees before REACT and are not after
+    (a window swap gave their broadcast other parents than their reduce), or None."""
+    first, last = res.react.first[0], res.react.current[0]
+    gone = [g for g in sorted(first.chunk_graphs())
+            if tree_parents(first, g) is not None and tree_parents(last, g) is None]
+    if not gone:
+        return None
+    which = ("chunk graph " if len(gone) == 1 else "chunk graphs ") + ", ".join(map(str, gone))
+    return (f"After REACT's position swaps {which} no longer reduce{'s' if len(gone) == 1 else ''} and "
+            f"broadcast{'s' if len(gone) == 1 else ''} along one tree, so the after column shows who sends "
+            f"to whom at each step (tN: src>dst, + reduce, = copy).")
 
 
 def _moves(res: DemoResult) -> str:
@@ -226,6 +250,9 @@ def show(res: DemoResult, console: Console) -> None:
     """Print the demo's result for people."""
     console.print(_header(res))
     console.print(_patterns(res))
+    note = _untreed_note(res)
+    if note:
+        console.print(note)
     console.print(_moves(res))
     for line in _decisions(res):
         console.print(line)

@@ -2,14 +2,17 @@
 
 Each module in :data:`COMMANDS` exposes ``add_parser(subparsers)`` which adds its
 subcommand(s) and sets ``func`` (a callable taking the parsed args and returning
-an exit code).
+an exit code). The parser is a :class:`~reactccl.cli._common.PlainParser`, so every
+subcommand's help is free of docstring markup; ``reactccl --version`` prints the version.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
+
+from .. import __version__
+from ._common import PlainParser
 
 COMMANDS = [
     "reactccl.cli.pattern_cmd",
@@ -23,9 +26,10 @@ COMMANDS = [
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (all subcommands)."""
-    parser = argparse.ArgumentParser(
+    parser = PlainParser(
         prog="reactccl",
         description="Collective communication patterns: generate, verify, simulate, run and tune with REACT.")
+    parser.add_argument("--version", action="version", version=f"reactccl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for mod in COMMANDS:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from ..algorithms import REGISTRY, generate, names
+from ..algorithms.registry import options as generator_options
 from ..pattern import PatternError, dumps, load, verify
 
 
@@ -80,10 +82,28 @@ def _cmd_show(args) -> int:
     return 0
 
 
+def _option_text(opt: dict) -> str:
+    """``slices: int = 1``, ``shape: shape or none = none``, ``n: int (required)``."""
+    if opt["required"]:
+        return f"{opt['name']}: {opt['type']} (required)"
+    d = opt["default"]
+    shown = "none" if d is None else "x".join(map(str, d)) if isinstance(d, list) else str(d).lower() \
+        if isinstance(d, bool) else str(d)
+    return f"{opt['name']}: {opt['type']} = {shown}"
+
+
 def _cmd_list(args) -> int:
-    for name in names():
-        g = REGISTRY[name]
-        print(f"{name:24s} {g.collective:14s} {g.summary}")
+    rows = [{"name": n, "collective": REGISTRY[n].collective, "summary": REGISTRY[n].summary,
+             "options": generator_options(n)} for n in names()]
+    if args.json:
+        json.dump({"schema": "reactccl.generators/1", "generators": rows}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    for r in rows:
+        print(f"{r['name']:24s} {r['collective']:14s} {r['summary']}")
+        if r["options"]:
+            print(f"{'':24s} {'':14s} options: " + "; ".join(_option_text(o) for o in r["options"]))
+    print("\ngive options as --option KEY=VALUE (-O), e.g. -O slices=4 -O shape=8x4")
     return 0
 
 
@@ -123,5 +143,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--option", "-O", action="append", metavar="KEY=VALUE")
     s.add_argument("--max-steps", type=int, default=40)
     s.set_defaults(func=_wrap(_cmd_show))
-    lst = ps.add_parser("list", help="list the registered generators")
+    lst = ps.add_parser("list", help="list the registered generators with their options, types and defaults")
+    lst.add_argument("--json", action="store_true", help="print one JSON document (schema reactccl.generators/1)")
     lst.set_defaults(func=_wrap(_cmd_list))

@@ -26,6 +26,7 @@ from ..pattern import CollectivePattern, PatternError
 from ..topology import TopologyError, UnitError, parse_topology
 from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
+from ._common import deprecated_alias
 from .pattern_cmd import parse_options
 
 EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
@@ -47,8 +48,10 @@ def render(result: SimulationResult, console: Console) -> None:
     r = result
     console.print(f"[bold]{r.algorithm}[/bold] ({r.collective}), {r.num_ranks} ranks, {r.num_flows} flows/epoch "
                   f"on [bold]{r.topology}[/bold] ({r.num_hosts} hosts); message {format_bytes(r.message_bytes)}; "
-                  f"{r.epochs} epochs; {r.ecmp_ports} ECMP ports; seed {r.seed}")
-    console.print(f"placement: {_listing([f'r{i}=h{h}' for i, h in enumerate(r.placement.tolist())], 16)}")
+                  f"{r.epochs} epochs; {'fixed routes' if r.fixed_routes else f'{r.ecmp_ports} ECMP ports'}; "
+                  f"seed {r.seed}")
+    names = r.placement_hosts or [f"h{h}" for h in r.placement.tolist()]
+    console.print(f"placement: {_listing([f'r{i}={h}' for i, h in enumerate(names)], 16)}")
     if r.background:
         console.print(f"background: {len(r.background)} long-lived flows: "
                       f"{_listing([f'{s}->{d}' for s, d in r.background])}")
@@ -267,7 +270,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "capacity; ids from --list-links (repeatable)")
     p.add_argument("--list-links", action="store_true",
                    help="print the links of --topology with their link and cable ids, then exit")
-    p.add_argument("--ports", type=int, default=4, help="ECMP ports per flow, one drawn per epoch (default 4)")
+    p.add_argument("--ecmp-ports", dest="ports", type=int, default=4,
+                   help="ECMP ports per flow, one drawn per epoch (default 4; no effect on fixed-route fabrics)")
+    deprecated_alias(p, "--ports", "--ecmp-ports")  # demo's name; one name per option across commands
     p.add_argument("--seed", type=int, default=0, help="seed for ports, placement and background (default 0)")
     p.add_argument("--placement", default="first", help="first | random | host list like 0,5,9 (default first)")
     p.add_argument("--slowest", type=int, default=5, help="how many slowest flows to list (default 5)")

@@ -1,6 +1,6 @@
 """``reactccl sp``: SP-allreduce and torus schedules — deficiency metrics and goodput experiments.
 
-* ``reactccl sp metrics ALG --fabric torus:8x8 [--opt k=3] [--size 1MiB]`` — rounds S, Ψ, Θ, Ω,
+* ``reactccl sp metrics ALG --fabric torus:8x8 [--option k=3] [--size 1MiB]`` — rounds S, Ψ, Θ, Ω,
   Q and the α-β time αS + βQ (§2.2; 400 Gb/s and α = 400 ns by default, §7.1) of one
   schedule on a torus, HyperX or spine-leaf fabric. An SP generator on a fabric it is not
   built for is refused (naming the right one) unless ``--force``; schedules estimated above
@@ -28,6 +28,7 @@ from ..pattern import PatternError
 from ..experiments.sp_figures import OPTIONS, fmt_size
 from ..topology import UnitError
 from ..topology.units import parse_bytes, parse_rate, parse_size, parse_time
+from ._common import deprecated_alias
 
 EXAMPLE = "reactccl sp metrics sp-allreduce --fabric torus:8x8 ; reactccl sp goodput sp-square --sides 8"
 
@@ -43,13 +44,13 @@ def _fabric(spec: str):
 
 
 def _options(items: list[str]) -> dict:
-    """``--opt KEY=VALUE`` items as ``{KEY: "VALUE"}``; :func:`reactccl.algorithms.generate`
+    """``--option KEY=VALUE`` items as ``{KEY: "VALUE"}``; :func:`reactccl.algorithms.generate`
     converts the strings by the generator's annotations."""
     out = {}
     for it in items or []:
         k, eq, v = it.partition("=")
         if not eq or not k.strip():
-            raise PatternError(f"--opt: expected KEY=VALUE, got {it!r}")
+            raise PatternError(f"--option: expected KEY=VALUE, got {it!r}")
         out[k.strip()] = v.strip()
     return out
 
@@ -78,11 +79,11 @@ def _fabric_options(name: str, fab, opts: dict) -> dict:
     opts = dict(opts)
     if "dims" in opts and "shape" in params:
         if str(opts["dims"]).strip() != str(len(fab.shape)):
-            raise PatternError(f"--opt dims={opts['dims']}: --fabric {fab.label} has {len(fab.shape)} dimensions; "
+            raise PatternError(f"--option dims={opts['dims']}: --fabric {fab.label} has {len(fab.shape)} dimensions; "
                                "the fabric sets the shape (use e.g. --fabric torus:4x4x4 for 3 dimensions)")
         del opts["dims"]
     if "shape" in opts:
-        raise PatternError(f"--opt shape=...: the shape comes from --fabric ({fab.label})")
+        raise PatternError(f"--option shape=...: the shape comes from --fabric ({fab.label})")
     if "shape" in params:
         opts["shape"] = fab.shape
     if "q" in params and fab.kind == "spineleaf":
@@ -286,8 +287,12 @@ def add_parser(subparsers) -> None:
     m = sub.add_parser("metrics", help="rounds, Ψ, Θ, Ω of a schedule on a fabric")
     m.add_argument("algorithm", help="generator name, e.g. sp-allreduce, k-sp-allreduce, bucket, swing-b")
     m.add_argument("--fabric", default="torus:8x8", help="torus:AxB[xC], hyperx:NxN or spineleaf:LEAVESxQ")
-    m.add_argument("--opt", action="append", metavar="KEY=VALUE", help="generator option (repeatable), e.g. k=3")
-    m.add_argument("--packed", action="store_true", help="pack flows per (round, src, dst) first (same metrics)")
+    m.add_argument("--option", "-O", dest="opt", action="append", metavar="KEY=VALUE",
+                   help="generator option (repeatable), e.g. k=3")
+    m.add_argument("--pack", dest="packed", action="store_true",
+                   help="pack flows per (round, src, dst) first (same metrics)")
+    deprecated_alias(m, "--opt", "--option")  # names before issue 9; one name per option across commands
+    deprecated_alias(m, "--packed", "--pack")
     m.add_argument("--json", action="store_true", help="print one JSON document")
     m.add_argument("--size", default="1MiB", help="message size N, whole bytes (default 1MiB)")
     m.add_argument("--link-rate", default="400Gbps", help="link rate with a unit, 1/beta (default 400Gbps, §7.1)")

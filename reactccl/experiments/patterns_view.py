@@ -20,13 +20,20 @@ __all__ = ["tree_parents", "tree_text", "pattern_view", "moved_positions", "busi
 
 def tree_parents(pattern: CollectivePattern, graph: int) -> np.ndarray | None:
     """Parent of each rank in chunk graph ``graph`` from its reduce flows (child -> parent),
-    shape ``(N,)`` with -1 for the root and for ranks outside the graph; None if the reduce
-    flows do not form one tree (a rank with two parents, or no reduce flows)."""
-    sel = (pattern.flow_graph == graph) & (pattern.op == 0)
+    shape ``(N,)`` with -1 for the root and for ranks outside the graph; None if the graph is
+    not a tree pattern: the reduce flows do not form one tree (a rank with two parents, or no
+    reduce flows), or copy flows do not run back down the same tree (after a window swap of
+    REACT's ③ the broadcast may use other parents than the reduce)."""
+    g = pattern.flow_graph == graph
+    sel = g & (pattern.op == 0)
     if not sel.any():
         return None
     parent = np.full(pattern.num_ranks, -1, dtype=np.int64)
-    for c, p in set(zip(pattern.src[sel].tolist(), pattern.dst[sel].tolist())):
+    up = set(zip(pattern.src[sel].tolist(), pattern.dst[sel].tolist()))
+    down = set(zip(pattern.dst[g & (pattern.op == 1)].tolist(), pattern.src[g & (pattern.op == 1)].tolist()))
+    if down and down != up:
+        return None
+    for c, p in up:
         if parent[c] not in (-1, p):
             return None
         parent[c] = p
@@ -57,8 +64,9 @@ def tree_text(parent: np.ndarray, mark: Iterable[int] = (), style: str = "bold r
 
 
 def pattern_view(pattern: CollectivePattern, mark: Iterable[int] = ()) -> list[tuple[str, str]]:
-    """``(label, text)`` per chunk graph: the nested tree when the graph's reduce flows form a
-    tree, else its flows per step as ``src>dst`` (``+`` reduce, ``=`` copy)."""
+    """``(label, text)`` per chunk graph: the nested tree when the graph is a tree pattern
+    (:func:`tree_parents`), else its flows per step, ``t0: src>dst ... | t1: ...`` (``+``
+    reduce, ``=`` copy)."""
     out = []
     mark = list(mark)
     for g in sorted(pattern.chunk_graphs()):
@@ -70,8 +78,8 @@ def pattern_view(pattern: CollectivePattern, mark: Iterable[int] = ()) -> list[t
         steps = []
         for t in sorted(set(pattern.step[sel].tolist())):
             fl = sel[pattern.step[sel] == t]
-            steps.append(" ".join(f"{pattern.src[i]}>{pattern.dst[i]}{'+' if pattern.op[i] == 0 else '='}"
-                                  for i in fl))
+            steps.append(f"t{t}: " + " ".join(f"{pattern.src[i]}>{pattern.dst[i]}{'+' if pattern.op[i] == 0 else '='}"
+                                              for i in fl))
         out.append((f"graph {g}", " | ".join(steps)))
     return out
 

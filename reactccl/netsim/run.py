@@ -37,6 +37,9 @@ class SimulationResult:
         traces: every epoch's trace when ``keep_traces`` was set, else only the last.
         background: resolved long-lived flows as ``(src host name, dst host name)``.
         degraded: ``{link "u->v": bit/s}``.
+        placement_hosts: the host name of each rank (``h3`` on switched fabrics, ``n3`` on tori).
+        fixed_routes: the topology routes every pair on one fixed route (tori, HyperX,
+            spine-leaf, dragonfly), so ``ecmp_ports`` changes nothing.
         wall_s, events: simulator wall time (s) and events processed.
     """
 
@@ -62,6 +65,8 @@ class SimulationResult:
     events: int = 0
     controller: Any = field(default=None, repr=False)
     pattern_changes: int = 0
+    placement_hosts: list[str] = field(default_factory=list)
+    fixed_routes: bool = False
 
     @property
     def epochs(self) -> int:
@@ -86,8 +91,9 @@ class SimulationResult:
             "schema": "reactccl.simulate/1",
             "algorithm": self.algorithm, "collective": self.collective, "ranks": self.num_ranks,
             "flows_per_epoch": self.num_flows, "topology": self.topology, "hosts": self.num_hosts,
-            "message_bytes": self.message_bytes, "placement": self.placement.tolist(), "seed": self.seed,
-            "ecmp_ports": self.ecmp_ports, "epochs": self.epochs,
+            "message_bytes": self.message_bytes, "placement": self.placement.tolist(),
+            "placement_hosts": list(self.placement_hosts), "routes": "fixed" if self.fixed_routes else "ecmp",
+            "seed": self.seed, "ecmp_ports": self.ecmp_ports, "epochs": self.epochs,
             "background": [list(p) for p in self.background], "bulk": self.bulk, "degraded": self.degraded,
             "stats": stats,
             "durations_s": self.durations.tolist(), "algbw_Bps": nums(self.algbw),
@@ -181,4 +187,5 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
         bulk=[{"src": topo.hosts[b.src], "dst": topo.hosts[b.dst], "bytes": b.nbytes, "period_s": b.period,
                "phase_s": b.phase} for b in bulks],
         degraded={topo.describe_link(l): r for l, r in sorted(rates.items())},
-        traces=traces, wall_s=wall, events=events, controller=ctl, pattern_changes=changes)
+        traces=traces, wall_s=wall, events=events, controller=ctl, pattern_changes=changes,
+        placement_hosts=[topo.hosts[int(h)] for h in hosts], fixed_routes=topo.router is not None)

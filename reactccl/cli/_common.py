@@ -1,0 +1,70 @@
+"""Small helpers every subcommand shares: help text without reStructuredText markup, and
+hidden deprecated aliases of renamed options.
+
+* :class:`PlainParser` is the parser class of ``reactccl`` and (argparse builds
+  subparsers with the parent's class) of every subcommand: its help and usage drop the
+  markup that docstrings carry (double backquotes, ``:func:`` and other roles), so text
+  taken from a module docstring reads cleanly in a terminal.
+* :func:`deprecated_alias` keeps an old option name working, hidden from ``--help``, with
+  one warning on stderr naming the new one (``--opt`` -> ``--option``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+__all__ = ["PlainParser", "plain", "deprecated_alias"]
+
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain(text: str) -> str:
+    """``text`` without reStructuredText inline markup: ````x```` -> ``x``,
+    ``:func:`a.b``` -> ``a.b``, ``:mod:`~a.b``` -> ``b`` (as Sphinx shows it),
+    ``:class:`T <a.T>``` -> ``T``.
+    Example: ``plain("see :func:`reactccl.algorithms.generate` and ``--opt``")`` ->
+    ``"see reactccl.algorithms.generate and --opt"``."""
+    def role(m: re.Match) -> str:
+        return m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2)
+
+    return _LITERAL.sub(r"\1", _ROLE.sub(role, text))
+
+
+class PlainParser(argparse.ArgumentParser):
+    """An ArgumentParser whose help and usage are passed through :func:`plain`."""
+
+    def format_help(self) -> str:
+        return plain(super().format_help())
+
+    def format_usage(self) -> str:
+        return plain(super().format_usage())
+
+
+class _Deprecated(argparse.Action):
+    """Forwards to ``target`` (the action of the new name) after a warning on stderr."""
+
+    def __init__(self, option_strings, dest, target: argparse.Action, new: str, **kwargs) -> None:
+        super().__init__(option_strings, dest=target.dest, nargs=target.nargs, const=target.const,
+                         default=argparse.SUPPRESS, type=target.type, choices=target.choices,
+                         required=False, help=argparse.SUPPRESS, metavar=target.metavar)
+        self.target, self.new = target, new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"reactccl: {option_string} is deprecated, use {self.new}", file=sys.stderr)
+        self.target(parser, namespace, values, self.new)
+
+
+def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Accept option ``old`` on ``parser`` as ``new`` (already added): same destination,
+    nargs, type and choices; not shown in ``--help``; a one-line warning on stderr when used.
+
+    Raises:
+        ValueError: ``new`` is not an option of ``parser``.
+    """
+    target = parser._option_string_actions.get(new)  # argparse has no public lookup
+    if target is None:
+        raise ValueError(f"deprecated_alias: {new!r} is not an option of {parser.prog!r}")
+    parser.add_argument(old, action=_Deprecated, target=target, new=new)
