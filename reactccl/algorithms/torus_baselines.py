@@ -28,7 +28,7 @@ from ..topology.torus import TorusGeometry
 from ._build import check_int_option
 from .recursive import fold_ranks
 from .registry import generate, register
-from .torus_common import assemble, combine, parse_shape, whole_vector_flows
+from .torus_common import assemble, combine, parse_shape
 
 __all__ = ["hamiltonian_cycle", "disjoint_cycles", "torus_ring", "rd_allreduce"]
 
