@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ..algorithms import REGISTRY, generate, names
 from ..pattern import PatternError, dumps, load, verify
+from ..pattern.files import load_pattern as load  # noqa: F811 - JSON or MSCCL XML
+from .pattern_io_cmd import add_io_parsers
 
 
 def parse_options(items: list[str] | None, typed: bool = False) -> dict:
@@ -125,3 +127,4 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=_wrap(_cmd_show))
     lst = ps.add_parser("list", help="list the registered generators")
     lst.set_defaults(func=_wrap(_cmd_list))
+    add_io_parsers(ps, _wrap)

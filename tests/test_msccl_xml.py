@@ -1,0 +1,222 @@
+"""MSCCL XML both ways: round trips of every generator, hand-written msccl-tools-style fixtures,
+and the programs the importer must refuse (unsafe XML, deadlocks, races, wrong results)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from defusedxml import ElementTree as DET
+
+from reactccl.algorithms import generate, names
+from reactccl.cli.main import main
+from reactccl.pattern import Collective, PatternBuilder, verify
+from reactccl.pattern.canon import canonical
+from reactccl.pattern.msccl_common import MscclError
+from reactccl.pattern.msccl_export import to_msccl_xml
+from reactccl.pattern.msccl_import import from_msccl_xml, load_msccl_xml
+
+DATA = Path(__file__).parent / "data"
+
+# every registered generator at several sizes (torus ones on their smallest tori)
+CASES = {
+    "binomial-broadcast": [(2, {}), (5, {"root": 2}), (8, {})],
+    "binomial-reduce": [(3, {}), (6, {"root": 1})],
+    "bucket": [(9, {}), (12, {"shape": "4x3"})],
+    "k-sp-allreduce": [(9, {})],
+    "nccl-tree": [(2, {}), (5, {}), (6, {"slices": 2}), (9, {})],
+    "rabenseifner": [(4, {}), (6, {}), (8, {})],
+    "rd-allreduce": [(2, {}), (4, {}), (8, {})],
+    "recursive-doubling": [(4, {}), (6, {}), (8, {})],
+    "ring": [(1, {}), (2, {}), (3, {}), (6, {})],
+    "ring-allgather": [(3, {}), (5, {})],
+    "ring-reducescatter": [(3, {}), (5, {})],
+    "sp-allreduce": [(9, {})],
+    "sp-allreduce-2h1": [(16, {})],
+    "sp-hyperx": [(9, {})],
+    "sp-spineleaf": [(8, {"q": 2})],
+    "swing-b": [(16, {})],
+    "swing-l": [(16, {})],
+    "torus-ring": [(9, {})],
+    "trivance-b": [(9, {})],
+    "trivance-l": [(9, {})],
+}
+
+
+def test_every_generator_has_round_trip_cases():
+    assert sorted(CASES) == names()
+
+
+@pytest.mark.parametrize("algo,n,opts", [(a, n, o) for a, cs in CASES.items() for n, o in cs],
+                         ids=lambda v: str(v) if not isinstance(v, dict) else "")
+def test_round_trip_same_flows(algo, n, opts):
+    p = generate(algo, n, **opts)
+    xml = to_msccl_xml(p, max_channels=1 << 20)   # one channel per chunk graph: graphs survive
+    q = from_msccl_xml(xml)                        # verified inside
+    assert q.collective is p.collective and q.num_ranks == n and q.root == p.root
+    assert canonical(q) == canonical(p)
+    assert np.isclose(q.flow_fraction.sum(), p.flow_fraction.sum())   # same bytes moved
+
+
+def test_round_trip_with_shared_channels_still_verifies():
+    p = generate("sp-allreduce", 16)               # 64 chunk graphs on NCCL's 32 channels
+    root = DET.fromstring(to_msccl_xml(p))
+    assert root.get("nchannels") == "32"
+    q = from_msccl_xml(to_msccl_xml(p))
+    verify(q)
+    pair = lambda x: sorted(zip(x.src.tolist(), x.dst.tolist()))
+    assert sorted(set(pair(q))) == sorted(set(pair(p)))
+
+
+def _steps(xml: str):
+    root = DET.fromstring(xml)
+    return root, {(int(g.get("id")), int(tb.get("id"))): (tb, list(tb)) for g in root for tb in g}
+
+
+def test_ring_export_fuses_like_msccl_tools():
+    root, tbs = _steps(to_msccl_xml(generate("ring", 3)))
+    assert root.get("nchunksperloop") == "3" and root.get("coll") == "allreduce" and root.get("nchannels") == "3"
+    tb, steps = tbs[(0, 1)]                       # gpu 0, channel 1: partial reduced and forwarded, then final
+    assert (tb.get("send"), tb.get("recv"), tb.get("chan")) == ("1", "2", "1")
+    assert [s.get("type") for s in steps] == ["rrs", "r"]
+    types = sorted(s.get("type") for _, (_, st) in tbs.items() for s in st)
+    assert types == sorted(["rrcs", "rrs", "r", "s", "rcs"] * 3)
+
+
+def test_export_grid_and_cross_threadblock_waits():
+    # rank 0 gets reduces from 1 and 2 in one step (one cell), then sends the sum to 3 and back
+    b = PatternBuilder("allreduce", 4, name="star")
+    c0, c1 = b.chunk(0.75, 0), b.chunk(0.25, 0)
+    for r in (1, 2, 3):
+        b.flow(0, r, 0, [c0, c1])
+    for r in (1, 2, 3):
+        b.flow(1, 0, r, [c0, c1], op="copy")
+    p = b.build()
+    verify(p)
+    xml = to_msccl_xml(p)
+    root, tbs = _steps(xml)
+    assert root.get("nchunksperloop") == "4"                     # LCM of 4/3 and 4 denominators
+    gpu0 = {k[1]: v for k, v in tbs.items() if k[0] == 0}
+    recv = [(tid, s) for tid, (tb, st) in gpu0.items() for s in st if s.get("type") in ("rrc", "rrcs")]
+    assert len(recv) == 3 and all(s.get("cnt") == "4" for _, s in recv)
+    assert sorted(s.get("type") for _, s in recv) == ["rrc", "rrc", "rrcs"]    # the last one forwards to 1
+    waits = [s for _, s in recv if s.get("depid") != "-1"]
+    assert len(waits) == 2                                       # the three reduces into one cell are serialised
+    for s in waits:
+        dep_tb, dep_s = int(s.get("depid")), int(s.get("deps"))
+        assert gpu0[dep_tb][1][dep_s].get("hasdep") == "1"
+    sends = [(tb, s) for _, (tb, st) in gpu0.items() for s in st if s.get("type") == "s"]
+    assert sorted(tb.get("send") for tb, _ in sends) == ["2", "3"]
+    for tb, s in sends:                                          # each waits for the fused rrcs (after all reduces)
+        dep = gpu0[int(s.get("depid"))][1][int(s.get("deps"))]
+        assert dep.get("type") == "rrcs"
+    assert canonical(from_msccl_xml(xml)) == canonical(p)
+
+
+def test_fixture_ring_allreduce():
+    p = load_msccl_xml(DATA / "msccl_ring_allreduce_4.xml")
+    assert (p.num_ranks, p.num_chunks, p.num_flows, p.num_steps) == (4, 4, 24, 6)
+    # chunk c starts at rank c: reduce steps 0-2 carry c, c-1, c-2 out of rank r; then copies
+    first = [(f.src, f.dst, f.chunks, f.op.value) for f in p.flows if f.step == 0]
+    assert sorted(first) == [(0, 1, (0,), "reduce"), (1, 2, (1,), "reduce"), (2, 3, (2,), "reduce"), (3, 0, (3,), "reduce")]
+    assert {f.op.value for f in p.flows if f.step >= 3} == {"copy"}
+
+
+def test_fixture_allpairs_with_scratch():
+    p = load_msccl_xml(DATA / "msccl_allpairs_allreduce_4.xml")
+    # receives into scratch + local re become reduce flows; the final broadcast copies
+    assert (p.num_flows, p.num_steps) == (24, 2)
+    red = sorted((f.src, f.dst, f.chunks) for f in p.flows if f.step == 0)
+    assert red == sorted((s, d, (d,)) for s in range(4) for d in range(4) if s != d)
+    assert all(f.op.value == "reduce" for f in p.flows if f.step == 0)
+    assert sorted((f.src, f.dst, f.chunks) for f in p.flows if f.step == 1) == sorted(
+        (s, d, (s,)) for s in range(4) for d in range(4) if s != d)
+
+
+def test_fixture_halving_doubling_equals_rabenseifner_shape():
+    p = load_msccl_xml(DATA / "msccl_halving_doubling_4.xml")
+    assert (p.num_flows, p.num_steps, p.num_chunks) == (16, 4, 4)
+    f0 = sorted((f.src, f.dst, f.chunks) for f in p.flows if f.step == 0)
+    assert f0 == [(0, 2, (2, 3)), (1, 3, (2, 3)), (2, 0, (0, 1)), (3, 1, (0, 1))]
+    assert [len({f.op for f in p.flows if f.step == t}) for t in range(4)] == [1, 1, 1, 1]
+
+
+def test_cli_export_import_round_trip(tmp_path, capsys):
+    x, j = tmp_path / "t.xml", tmp_path / "t.json"
+    assert main(["pattern", "export", "nccl-tree", "-n", "5", "--to", "msccl-xml", "-o", str(x)]) == 0
+    assert main(["pattern", "import", str(x), "-o", str(j)]) == 0
+    assert "no deadlock or race" in capsys.readouterr().err
+    assert main(["pattern", "verify", str(x)]) == 0
+    assert main(["pattern", "verify", str(j)]) == 0
+    assert main(["pattern", "export", str(j), "--to", "json"]) == 0
+    assert '"schema": "reactccl.pattern/1"' in capsys.readouterr().out
+
+
+BOMB = """<?xml version="1.0"?>
+<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">]>
+<algo name="&lol2;" ngpus="2" nchunksperloop="1" coll="allreduce"/>"""
+EXTERNAL = """<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x SYSTEM "file:///etc/passwd">]>
+<algo name="&x;" ngpus="2" nchunksperloop="1" coll="allreduce"/>"""
+
+
+@pytest.mark.parametrize("text", [BOMB, EXTERNAL])
+def test_unsafe_xml_refused(text):
+    with pytest.raises(MscclError, match="refused unsafe XML"):
+        from_msccl_xml(text)
+
+
+def _hd():
+    return (DATA / "msccl_halving_doubling_4.xml").read_text()
+
+
+def test_race_found():
+    # drop the wait of tb 1 step 0 on the reduce of tb 0: it may send rank r^1's chunk before it is reduced
+    bad = _hd().replace('type="s" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="0" deps="1"',
+                        'type="s" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1" cnt="1" depid="-1" deps="-1"', 1)
+    assert bad != _hd()
+    with pytest.raises(MscclError, match="race on gpu 0 cell i\\[1\\]"):
+        from_msccl_xml(bad)
+
+
+def test_deadlock_found():
+    # gpu 0's tb 0 waits for its own later step
+    bad = _hd().replace('cnt="2" depid="1" deps="3"', 'cnt="2" depid="0" deps="3"', 1)
+    with pytest.raises(MscclError, match="deadlock: .* gpu 0, tb 0, step 2"):
+        from_msccl_xml(bad)
+
+
+def test_unmatched_send_named():
+    # gpu 3 forgets its last receive
+    text = (DATA / "msccl_ring_allreduce_4.xml").read_text()
+    lines = text.splitlines()
+    gpu3 = max(i for i, l in enumerate(lines) if '<gpu id="3"' in l)
+    last = max(i for i, l in enumerate(lines) if 'type="r"' in l and i > gpu3)
+    bad = "\n".join(lines[:last] + lines[last + 1:])
+    with pytest.raises(MscclError, match="gpu 2 sends 6 times to gpu 3 on channel 0 but gpu 3 receives 5"):
+        from_msccl_xml(bad)
+
+
+def test_wrong_result_named():
+    # gpu 0 adds the scratch cell from gpu 1 twice and never the one from gpu 2
+    text = (DATA / "msccl_allpairs_allreduce_4.xml").read_text()
+    gpu0 = text.index('<gpu id="0"')
+    i = text.index('type="re" srcbuf="s" srcoff="1"', gpu0)
+    bad = text[:i] + 'type="re" srcbuf="s" srcoff="0"' + text[i + len('type="re" srcbuf="s" srcoff="1"'):]
+    with pytest.raises(MscclError, match="allreduce not computed: gpu 0 chunk 0 holds rank 1's data 2 times"):
+        from_msccl_xml(bad)
+
+
+def test_bad_attribute_named():
+    bad = _hd().replace('type="rrc"', 'type="rrx"', 1)
+    with pytest.raises(MscclError, match="gpu 0, tb 0, step 1: unknown type 'rrx'"):
+        from_msccl_xml(bad)
+    with pytest.raises(MscclError, match="outside the 4 cells"):
+        from_msccl_xml(_hd().replace('srcoff="2" dstbuf="i" dstoff="2" cnt="2"', 'srcoff="3" dstbuf="i" dstoff="3" cnt="2"', 1))
+
+
+def test_allgather_exports_on_output_buffer():
+    root, tbs = _steps(to_msccl_xml(generate("ring-allgather", 4)))
+    assert root.get("coll") == "allgather"
+    gpu = root.find("gpu")
+    assert (gpu.get("i_chunks"), gpu.get("o_chunks")) == ("1", "4")
+    assert {s.get("srcbuf") for _, (_, st) in tbs.items() for s in st} == {"o"}
+    assert from_msccl_xml(to_msccl_xml(generate("ring-allgather", 4))).collective is Collective.ALLGATHER
