@@ -220,3 +220,39 @@ def test_allgather_exports_on_output_buffer():
     assert (gpu.get("i_chunks"), gpu.get("o_chunks")) == ("1", "4")
     assert {s.get("srcbuf") for _, (_, st) in tbs.items() for s in st} == {"o"}
     assert from_msccl_xml(to_msccl_xml(generate("ring-allgather", 4))).collective is Collective.ALLGATHER
+
+
+def _st(s, t, sb, so, db, do, cnt=1):
+    return (f'<step s="{s}" type="{t}" srcbuf="{sb}" srcoff="{so}" dstbuf="{db}" dstoff="{do}" cnt="{cnt}" '
+            'depid="-1" deps="-1" hasdep="0"/>')
+
+
+def _two_gpus(coll, inplace, body, i_chunks=2):
+    gpus = "".join(f'<gpu id="{r}" i_chunks="{i_chunks}" o_chunks="2" s_chunks="0"><tb id="0" send="{1 - r}" '
+                   f'recv="{1 - r}" chan="0">{body(r, 1 - r)}</tb></gpu>' for r in range(2))
+    return f'<algo name="t" nchunksperloop="2" ngpus="2" coll="{coll}" inplace="{inplace}">{gpus}</algo>'
+
+
+def test_out_of_place_programs():
+    # AllReduce: copy the input to the output, then halve and double on the output buffer
+    x = _two_gpus("allreduce", 0, lambda r, o: _st(0, "cpy", "i", 0, "o", 0, 2) + _st(1, "s", "o", o, "o", o)
+                  + _st(2, "rrc", "o", r, "o", r) + _st(3, "s", "o", r, "o", r) + _st(4, "r", "o", o, "o", o))
+    p = from_msccl_xml(x)
+    assert sorted((f.step, f.src, f.dst, f.chunks, f.op.value) for f in p.flows) == [
+        (0, 0, 1, (1,), "reduce"), (0, 1, 0, (0,), "reduce"), (1, 0, 1, (0,), "copy"), (1, 1, 0, (1,), "copy")]
+    # AllGather: the input (one cell) goes to the rank's block of the output, then both swap blocks
+    x = _two_gpus("allgather", 0, lambda r, o: _st(0, "cpy", "i", 0, "o", r) + _st(1, "s", "o", r, "o", r)
+                  + _st(2, "r", "o", o, "o", o), i_chunks=1)
+    p = from_msccl_xml(x)
+    assert p.collective is Collective.ALLGATHER and p.num_steps == 1 and p.num_flows == 2
+    # forgetting the copy leaves the output empty: named
+    x = _two_gpus("allgather", 0, lambda r, o: _st(0, "s", "i", 0, "o", r) + _st(1, "r", "o", o, "o", o), i_chunks=1)
+    with pytest.raises(MscclError, match="gpu 0 output cell o\\[0\\] holds nothing"):
+        from_msccl_xml(x)
+
+
+def test_broadcast_root_inferred_without_attribute():
+    import re
+    p = generate("binomial-broadcast", 6, root=2)
+    q = from_msccl_xml(re.sub(' root="2"', "", to_msccl_xml(p)))
+    assert q.root == 2 and canonical(q) == canonical(p)

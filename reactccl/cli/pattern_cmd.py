@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..algorithms import REGISTRY, generate, names
 from ..pattern import PatternError, dumps, load, verify
-from ..pattern.files import load_pattern as load  # noqa: F811 - JSON or MSCCL XML
+from ..pattern.files import load_pattern
 from .pattern_io_cmd import add_io_parsers
 
 
@@ -42,6 +42,11 @@ def parse_options(items: list[str] | None, typed: bool = False) -> dict:
                 val = v.strip().lower() == "true"
         out[k.strip().replace("-", "_")] = val
     return out
+
+
+def load(path) -> object:  # noqa: F811 - a pattern file of either kind, JSON read as given (verify checks it)
+    """``reactccl.pattern/1`` JSON (not verified here) or MSCCL XML (imported, hence verified)."""
+    return load_pattern(path, check=False)
 
 
 def _load_or_generate(args) -> object:
