@@ -8,6 +8,7 @@ algorithms, on the simulator or, under ``torchrun``, on real ranks beside ``dist
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import os
@@ -62,6 +63,25 @@ def _sizes(args) -> list[int]:
     return nccl_sizes(lo, hi, args.stepfactor, step)
 
 
+def _params(args, sizes) -> str:
+    """nccl-tests' parameter line."""
+    step = f"{args.stepbytes}(bytes)" if args.stepbytes is not None else f"{args.stepfactor:g}(factor)"
+    return (f"# minBytes {sizes[0]} maxBytes {sizes[-1]} step: {step} warmup iters: {args.warmup} "
+            f"iters: {args.iters} validation: {0 if args.backend is None and 'WORLD_SIZE' not in os.environ else 1}")
+
+
+@contextlib.contextmanager
+def _progress(total: int):
+    """A progress bar on a terminal's stderr (none when piped); yields ``tick(algorithm, size)``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    err = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=err,
+                  transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("perf", total=total)
+        yield lambda algo, size: bar.update(task, advance=1, description=f"{algo} {size} B")
+
+
 def _check(args) -> None:
     if args.iters < 1:
         raise ValueError(f"-n {args.iters}: need at least one timed iteration")
@@ -85,9 +105,10 @@ def run(args) -> int:
             if "engine" not in inspect.signature(run_simulation).parameters:
                 raise ValueError("--engine: this simulator has a single engine (no choice to make)")
             sim["engine"] = args.engine
-        rows = sim_sweep(algos, args.ranks, sizes, iters=args.iters, warmup=args.warmup, dtype=args.datatype,
-                         topology=args.topology, options=opts, **sim)
-        header = f"simulator: {args.ranks} ranks on {args.topology}, seed {args.seed}, -w {args.warmup} -n {args.iters}"
+        with _progress(len(algos) * len(sizes)) as tick:
+            rows = sim_sweep(algos, args.ranks, sizes, iters=args.iters, warmup=args.warmup, dtype=args.datatype,
+                             topology=args.topology, options=opts, progress=tick, **sim)
+        header = (f"simulator: {args.ranks} ranks on {args.topology}, seed {args.seed}\n" + _params(args, sizes))
     except (ValueError, PatternError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -102,7 +123,7 @@ def _report(args, rows, header) -> int:
         sys.stdout.write(format_table(rows, header))
     if args.plot:
         try:
-            plot_busbw(rows, args.plot, title=header)
+            plot_busbw(rows, args.plot, title=header.split("\n")[0])
         except OSError as e:
             print(f"error: --plot {args.plot}: {e.strerror or e}", file=sys.stderr)
             return 2
@@ -130,4 +151,8 @@ def _run_real(args, sizes, algos, opts) -> int:
             dist.destroy_process_group()
     if rank != 0:
         return 1 if any(r.wrong for r in rows) else 0
-    return _report(args, rows, f"real ranks: {n} ranks, backend {backend}, -w {args.warmup} -n {args.iters}")
+    import socket
+    head = (f"real ranks: {n} ranks, backend {backend}\n" + _params(args, sizes)
+            + f"\n#  Rank  0 Pid {os.getpid():6d} on {socket.gethostname()} device "
+            + (f"cuda:{torch.cuda.current_device()} {torch.cuda.get_device_name()}" if backend == "nccl" else "cpu"))
+    return _report(args, rows, head)

@@ -206,23 +206,29 @@ def dist_sweep(algorithms: Sequence[str], sizes: Sequence[int], iters: int = 20,
     else:
         device, sync = torch.device("cpu"), None
     ops: list[tuple[str, str, Callable]] = []
+    made = []
     for algo in algorithms:
         p = generate(algo, n, **dict(options or {}))
         if p.collective.value != "allreduce":
             raise ValueError(f"-a {algo}: computes {p.collective.value}; on real ranks perf runs AllReduce patterns")
         rc = RCollective(p, group, timeout=timeout, check="never")
+        made.append(rc)
         ops.append((algo, "allreduce", lambda t, rc=rc: rc(t)))
     if include_dist:
         ops.append(("dist.all_reduce", "allreduce", lambda t: dist.all_reduce(t, group=group)))
     rows = []
     size_of = DTYPES[dtype]
-    for name, coll, op in ops:
-        for size in sizes:
-            count = size // size_of
-            if count < 1:
-                continue
-            t, wrong = measure(op, count, tdtype, device, iters, warmup, group=group, sync=sync)
-            rows.append(_row(name, coll, n, count * size_of, dtype, None, t, wrong))
+    try:
+        for name, coll, op in ops:
+            for size in sizes:
+                count = size // size_of
+                if count < 1:
+                    continue
+                t, wrong = measure(op, count, tdtype, device, iters, warmup, group=group, sync=sync)
+                rows.append(_row(name, coll, n, count * size_of, dtype, None, t, wrong))
+    finally:
+        for rc in made:
+            rc.close()
     return rows
 
 
