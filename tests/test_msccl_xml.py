@@ -256,3 +256,24 @@ def test_broadcast_root_inferred_without_attribute():
     p = generate("binomial-broadcast", 6, root=2)
     q = from_msccl_xml(re.sub(' root="2"', "", to_msccl_xml(p)))
     assert q.root == 2 and canonical(q) == canonical(p)
+
+
+def test_ring_on_one_channel_is_the_msccl_tools_ring():
+    root, tbs = _steps(to_msccl_xml(generate("ring", 4), max_channels=1))
+    assert len(tbs) == 4                                   # one threadblock per GPU: send r+1, receive r-1
+    for (g, _), (tb, steps) in tbs.items():
+        assert (tb.get("send"), tb.get("recv")) == (str((g + 1) % 4), str((g - 1) % 4))
+        assert [s.get("type") for s in steps] == ["s", "rrs", "rrs", "rrcs", "rcs", "rcs", "r"]
+        assert all(s.get("depid") == "-1" for s in steps)  # one threadblock: order alone suffices
+    fixture = load_msccl_xml(DATA / "msccl_ring_allreduce_4.xml")
+    assert canonical(from_msccl_xml(to_msccl_xml(generate("ring", 4), max_channels=1))).num_flows == fixture.num_flows
+
+
+def test_executor_limits_named():
+    from reactccl.pattern.msccl_export import executor_limits
+    assert executor_limits(to_msccl_xml(generate("ring", 8))) == []
+    steps = "".join(f'<step s="{i}" type="s" cnt="{80 if i == 3 else 1}"/>' for i in range(300))
+    tbs = "".join(f'<tb id="{i}" send="1" recv="-1" chan="0">{steps if i == 0 else ""}</tb>' for i in range(33))
+    msgs = executor_limits(f'<algo><gpu id="0">{tbs}</gpu></algo>')
+    assert len(msgs) == 3
+    assert "gpu 0 tb 0 has 300 steps" in msgs[0] and "33 threadblocks" in msgs[1] and "step 3 moves 80" in msgs[2]

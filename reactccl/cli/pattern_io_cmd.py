@@ -11,7 +11,7 @@ import numpy as np
 from ..algorithms import generate
 from ..pattern import PatternError, dumps
 from ..pattern.files import load_pattern
-from ..pattern.msccl_export import MAX_CHANNELS, to_msccl_xml
+from ..pattern.msccl_export import MAX_CHANNELS, executor_limits, to_msccl_xml
 from ..pattern.msccl_import import from_msccl_xml
 
 
@@ -41,7 +41,10 @@ def _cmd_export(args) -> int:
         if graphs > args.max_channels:
             print(f"note: {graphs} chunk graphs on {args.max_channels} channels (graph g on channel "
                   f"g % {args.max_channels}); raise --max-channels to keep one channel per graph", file=sys.stderr)
-        _emit(to_msccl_xml(p, name=args.name, proto=args.proto, max_channels=args.max_channels), args.output)
+        xml = to_msccl_xml(p, name=args.name, proto=args.proto, max_channels=args.max_channels)
+        for w in executor_limits(xml):
+            print(f"warning: {w}", file=sys.stderr)
+        _emit(xml, args.output)
         what = "MSCCL XML"
     if args.output:
         print(f"wrote {args.output} ({what}): {p!r}", file=sys.stderr)

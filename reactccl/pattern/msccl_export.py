@@ -35,7 +35,7 @@ from .ir import CollectivePattern
 from .msccl_common import COLL_TO_MSCCL, MscclError, chunk_grid
 from .types import Collective
 
-__all__ = ["to_msccl_xml", "save_msccl_xml", "MAX_CHANNELS"]
+__all__ = ["to_msccl_xml", "save_msccl_xml", "executor_limits", "MAX_CHANNELS"]
 
 #: NCCL's MAXCHANNELS: chunk graphs beyond it share channels (graph g on channel g % 32).
 MAX_CHANNELS = 32
@@ -289,6 +289,44 @@ def _write(p: CollectivePattern, ops: list[_Op], K: int, name: str | None, proto
             tid += 1
     ET.indent(algo, space="  ")
     return ET.tostring(algo, encoding="unicode") + "\n"
+
+
+#: The MSCCL executor's compile-time limits (microsoft/msccl ``msccl_struct.h``).
+MSCCL_MAX_NUM_STEPS = 256
+MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL = 32
+MSCCL_MAX_COUNT = 72
+
+
+def executor_limits(xml: str) -> list[str]:
+    """What in an exported program exceeds the MSCCL executor's limits (steps per threadblock,
+    threadblocks per channel on a GPU, cells per step), one sentence each; empty when it fits."""
+    root = ET.fromstring(xml)      # our own output: no untrusted input here
+    out = []
+    worst_steps, worst_tbs, worst_cnt = (0, None), (0, None), (0, None)
+    for g in root:
+        per_chan: dict[str, int] = defaultdict(int)
+        for tb in g:
+            per_chan[tb.get("chan")] += 1
+            if len(tb) > worst_steps[0]:
+                worst_steps = (len(tb), f"gpu {g.get('id')} tb {tb.get('id')}")
+            for st in tb:
+                c = int(st.get("cnt"))
+                if c > worst_cnt[0]:
+                    worst_cnt = (c, f"gpu {g.get('id')} tb {tb.get('id')} step {st.get('s')}")
+        for chan, k in per_chan.items():
+            if k > worst_tbs[0]:
+                worst_tbs = (k, f"gpu {g.get('id')} channel {chan}")
+    if worst_steps[0] > MSCCL_MAX_NUM_STEPS:
+        out.append(f"{worst_steps[1]} has {worst_steps[0]} steps; the MSCCL executor allows {MSCCL_MAX_NUM_STEPS} "
+                   "per threadblock (MSCCL_MAX_NUM_STEPS)")
+    if worst_tbs[0] > MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL:
+        out.append(f"{worst_tbs[1]} has {worst_tbs[0]} threadblocks; the MSCCL executor allows "
+                   f"{MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL} (MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL); raise "
+                   "--max-channels to spread them")
+    if worst_cnt[0] >= MSCCL_MAX_COUNT:
+        out.append(f"{worst_cnt[1]} moves {worst_cnt[0]} cells; the MSCCL executor needs cnt < {MSCCL_MAX_COUNT} "
+                   "(MSCCL_MAX_COUNT)")
+    return out
 
 
 def save_msccl_xml(pattern: CollectivePattern, path: str | Path, **kwargs) -> None:
