@@ -42,7 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--option", "-O", action="append", metavar="KEY=VALUE", help="generator option (repeatable)")
     p.add_argument("--ranks", type=int, default=8, help="simulator: number of ranks (default 8)")
     p.add_argument("--topology", "-t", default="fat-tree:k=4", help="simulator: topology spec (default fat-tree:k=4)")
-    p.add_argument("--engine", default=None, help="simulator: its engine, where the simulator offers a choice")
+    p.add_argument("--engine", default=None,
+                   help="simulator: engine, e.g. compiled or python, where the simulator offers a choice")
     p.add_argument("--background", action="append", metavar="SPEC", help="simulator: background traffic (repeatable)")
     p.add_argument("--degrade", action="append", metavar="SPEC", help="simulator: degraded links (repeatable)")
     p.add_argument("--ports", type=int, default=4, help="simulator: ECMP ports per flow (default 4)")
