@@ -444,15 +444,12 @@ def _build(coll, n, K, root, records, name):
     groups: dict[tuple, list] = defaultdict(list)
     for ev, kind, src, dst, c, rd, wr, chan in records:
         groups[(ev, kind, src, dst, chan)].append((c, rd, wr))
-    keys = list(groups)
-    F = len(keys)
-    chunk_graph = np.zeros(K, dtype=np.int64)
-    first = np.full(K, -1, dtype=np.int64)
-    for key in keys:                      # a cell's graph: the channel it first travels on
-        for c, _, _ in groups[key]:
-            if first[c] < 0:
-                first[c] = 0
+    chunk_graph = np.full(K, -1, dtype=np.int64)
+    for key, items in groups.items():     # a cell's graph: the channel it first travels on
+        for c, _, _ in items:
+            if chunk_graph[c] < 0:
                 chunk_graph[c] = max(key[4], 0)
+    chunk_graph[chunk_graph < 0] = 0      # cells that never travel (one rank, or a root's own data)
     flows = []
     for (ev, kind, src, dst, chan), items in groups.items():   # one chunk graph per flow
         by_g: dict[int, list] = defaultdict(list)
