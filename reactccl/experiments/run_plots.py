@@ -102,13 +102,20 @@ def plot_timeline(path: str | Path, trace: EpochTrace, title: str = "", max_flow
     T = max(p.num_steps, 1)
     cmap = plt.get_cmap("viridis", T)
     fig, ax = plt.subplots(figsize=(10, max(2.5, 0.32 * n + 1.4)), dpi=120)
-    # flows of one sender overlap in time: spread them over the row by destination
+    # flows of one sender overlap in time: one lane per destination it sends to, centred on its row
     lane = np.zeros(F)
-    if F:
-        dst_rank = (p.dst - p.src) % n
-        lane = (dst_rank - 1) / max(n - 1, 1) * 0.7 - 0.35
+    k_max = 1
+    for r in range(n):
+        sel = np.flatnonzero(p.src == r)
+        dsts, idx = np.unique(p.dst[sel], return_inverse=True)
+        k_max = max(k_max, len(dsts))
+        lane[sel] = idx - (len(dsts) - 1) / 2
+    height = min(0.8 / k_max, 0.5)
+    lane *= height
     ax.barh(p.src + lane, (trace.end - trace.start) / scale, left=trace.start / scale,
-            height=max(0.7 / max(n - 1, 1), 0.08), color=cmap(p.step), edgecolor="none")
+            height=height * 0.9, color=cmap(p.step), edgecolor="white", linewidth=0.4)
+    for r in range(n - 1):
+        ax.axhline(r + 0.5, color="0.85", linewidth=0.6)
     if F <= 160:                      # few flows: name each bar's receiver
         for i in range(F):
             ax.text((trace.start[i] + trace.end[i]) / 2 / scale, p.src[i] + lane[i], f"→{p.dst[i]}",
@@ -118,7 +125,7 @@ def plot_timeline(path: str | Path, trace: EpochTrace, title: str = "", max_flow
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xlim(0, trace.duration / scale * 1.01 if trace.duration > 0 else 1)
     ax.set_xlabel(f"time in the epoch ({unit}); a bar is a flow from its first byte sent to its last byte "
-                  "received, in the row of its sender (offset by receiver)", fontsize=8)
+                  "received, in the row of its sender (one lane per receiver)", fontsize=8)
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(-0.5, T - 0.5))
     cb = fig.colorbar(sm, ax=ax, pad=0.01)
     cb.set_label("step")
