@@ -42,7 +42,7 @@ __all__ = ["from_msccl_xml", "load_msccl_xml", "is_msccl_xml"]
 
 _SRC_TYPES = frozenset({"s", "rrc", "rrs", "rrcs", "cpy", "re"})
 _DST_TYPES = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
-MAX_CLOCK_CELLS = 50_000_000   # int32 vector clocks: 200 MB
+MAX_CLOCK_CELLS = 50_000_000   # vector clock entries per GPU pass (int16/int32)
 
 
 def is_msccl_xml(text: str) -> bool:
@@ -207,29 +207,25 @@ def _order(n, gpus):
     for (y, a, chan), rtid in in_conn.items():
         if (a, y, chan) not in out_conn and any(x.type in RECVS for x in gpus[y]["tbs"][rtid][3]):
             raise MscclError(f"gpu {y}, tb {rtid} receives from gpu {a} on channel {chan}, which never sends to it")
-    if S * T > MAX_CLOCK_CELLS:
-        raise MscclError(f"program too large to check for races ({S} steps x {T} threadblocks)")
     succ: list[list[int]] = [[] for _ in range(S)]
     indeg = np.zeros(S, dtype=np.int64)
     for v, ps in enumerate(preds):
         for u in ps:
             succ[u].append(v)
         indeg[v] = len(ps)
-    clock = np.zeros((S, T), dtype=np.int32)
     seq = np.zeros(S, dtype=np.int32)
     tb_of = np.zeros(S, dtype=np.int64)
     for (gid, tid), k in tb_index.items():
         for i, x in enumerate(gpus[gid]["tbs"][tid][3]):
             seq[x.node], tb_of[x.node] = i + 1, k
+    level = np.zeros(S, dtype=np.int64)
     ready = deque(np.flatnonzero(indeg == 0).tolist())
     order = []
     while ready:
         v = ready.popleft()
         order.append(v)
-        if preds[v]:
-            clock[v] = clock[preds[v]].max(axis=0)
-        clock[v, tb_of[v]] = seq[v]
         for w in succ[v]:
+            level[w] = max(level[w], level[v] + 1)
             indeg[w] -= 1
             if indeg[w] == 0:
                 ready.append(w)
@@ -238,7 +234,57 @@ def _order(n, gpus):
         first = min(stuck, key=lambda x: (x.gpu, x.tb, x.s))
         raise MscclError(f"deadlock: {len(stuck)} steps can never run, e.g. {first.where()} (it waits for its "
                          "dependency, the previous step of its threadblock, or a send that cannot happen first)")
-    return steps, order, match, clock, seq, tb_of
+    hb = _happens_before(n, steps, preds, level, seq, tb_of, tb_index)
+    return steps, order, match, hb
+
+
+def _happens_before(n, steps, preds, level, seq, tb_of, tb_index):
+    """``hb(a, b)`` for two steps of one GPU: does a finish before b starts, whatever the timing?
+
+    Vector clocks over that GPU's threadblocks, propagated level by level through the whole
+    program (a path may run through other GPUs), one GPU at a time so memory stays
+    steps x threadblocks-per-GPU."""
+    S = len(steps)
+    eu = np.array([u for v in range(S) for u in preds[v]], dtype=np.int64)
+    ev = np.array([v for v in range(S) for _ in preds[v]], dtype=np.int64)
+    by_level = np.lexsort((ev, level[ev])) if len(ev) else ev      # by target's level, then target
+    eu, ev = eu[by_level], ev[by_level]
+    lv = level[ev]
+    cuts = np.flatnonzero(np.diff(lv)) + 1 if len(lv) else lv
+    edge_groups = []                 # per level: (sources, targets, reduceat starts)
+    for grp in (np.split(np.arange(len(ev)), cuts) if len(ev) else []):
+        first = np.concatenate(([True], ev[grp][1:] != ev[grp][:-1]))
+        edge_groups.append((int(lv[grp[0]]), eu[grp], ev[grp][first], np.flatnonzero(first)))
+    gpu_of = np.array([x.gpu for x in steps], dtype=np.int64)
+    small = np.int16 if int(seq.max(initial=0)) < np.iinfo(np.int16).max else np.int32   # half the traffic
+    rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for g in range(n):
+        cols = {k: j for j, k in enumerate(k for (gid, _), k in sorted(tb_index.items()) if gid == g)}
+        mine = np.flatnonzero(gpu_of == g)
+        if not len(mine):
+            continue
+        if S * len(cols) > MAX_CLOCK_CELLS:
+            raise MscclError(f"program too large to check for races ({S} steps x {len(cols)} threadblocks on gpu {g})")
+        clock = np.zeros((S, len(cols)), dtype=small)
+        own_col = np.array([cols[t] for t in tb_of[mine]], dtype=np.int64)
+        own_lv = level[mine]
+        order = np.argsort(own_lv, kind="stable")
+        mine_s, col_s, lv_s = mine[order], own_col[order], own_lv[order]
+        bounds = np.searchsorted(lv_s, np.arange(int(level.max()) + 2))
+        groups = {L: (src, tgt, starts) for L, src, tgt, starts in edge_groups}
+        for L in range(int(level.max()) + 1):
+            if L in groups:            # every source is on an earlier level: its clock is final
+                src, tgt, starts = groups[L]
+                clock[tgt] = np.maximum.reduceat(clock[src], starts, axis=0)
+            a, b = bounds[L], bounds[L + 1]
+            if b > a:
+                clock[mine_s[a:b], col_s[a:b]] = seq[mine_s[a:b]]
+        rows[g] = (clock, cols)
+
+    def hb(a: int, b: int) -> bool:
+        clock, cols = rows[int(gpu_of[b])]
+        return bool(clock[b, cols[int(tb_of[a])]] >= seq[a])
+    return hb
 
 
 class _Val:
@@ -267,7 +313,7 @@ def from_msccl_xml(text: str, name: str | None = None) -> CollectivePattern:
     xml_root = _parse(text)
     coll, n, K, inplace, gpus, root = _read_program(xml_root)
     name = name if name is not None else xml_root.get("name", "msccl")
-    steps, order, match, clock, seq, tb_of = _order(n, gpus)
+    steps, order, match, hb = _order(n, gpus)
     blk = K // n if coll.is_blocked else K
     if coll.needs_root and root is None:
         recv_ranks = {x.gpu for x in steps if x.type in RECVS}
@@ -309,9 +355,6 @@ def from_msccl_xml(text: str, name: str | None = None) -> CollectivePattern:
     readers: dict[tuple, list[int]] = defaultdict(list)
     records: list[tuple] = []          # (event, kind, src, dst, chunk, read version, write version, chan)
     fifo: dict[int, list[_Val]] = {}    # sending step node -> the values it sent
-
-    def hb(a: int, b: int) -> bool:
-        return clock[b, tb_of[a]] >= seq[a]
 
     def touch(x: _Step, key, write: bool) -> None:
         w = last_write.get(key)
