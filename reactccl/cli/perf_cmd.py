@@ -37,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-w", "--warmup-iters", "--warmup_iters", dest="warmup", type=int, default=5,
                    help="untimed iterations first (default 5)")
     p.add_argument("-d", "--datatype", default="float", choices=sorted(DTYPES), help="element type (default float)")
+    p.add_argument("-o", "--op", default="sum", choices=["sum"],
+                   help="reduction (default sum; our patterns and their check are sums)")
+    p.add_argument("-c", "--check", type=int, default=1, choices=[0, 1],
+                   help="real ranks: check every element of the result (default 1; 0 prints N/A)")
     p.add_argument("-a", "--algorithm", default="ring,nccl-tree",
                    help="comma-separated registered generators (default ring,nccl-tree)")
     p.add_argument("--option", "-O", action="append", metavar="KEY=VALUE", help="generator option (repeatable)")
@@ -68,7 +72,7 @@ def _params(args, sizes) -> str:
     """nccl-tests' parameter line."""
     step = f"{args.stepbytes}(bytes)" if args.stepbytes is not None else f"{args.stepfactor:g}(factor)"
     return (f"# minBytes {sizes[0]} maxBytes {sizes[-1]} step: {step} warmup iters: {args.warmup} "
-            f"iters: {args.iters} validation: {0 if args.backend is None and 'WORLD_SIZE' not in os.environ else 1}")
+            f"iters: {args.iters} validation: {int(bool(args.check) and _is_real(args))}")
 
 
 @contextlib.contextmanager
@@ -90,9 +94,13 @@ def _check(args) -> None:
         raise ValueError(f"-w {args.warmup}: must be >= 0")
 
 
+def _is_real(args) -> bool:
+    return args.backend is not None or "WORLD_SIZE" in os.environ
+
+
 def run(args) -> int:
     """Run the sweep; exit code 2 on a bad setting, 1 when a real-rank check found wrong elements."""
-    real = args.backend is not None or "WORLD_SIZE" in os.environ
+    real = _is_real(args)
     try:
         _check(args)
         sizes = _sizes(args)
@@ -145,7 +153,7 @@ def _run_real(args, sizes, algos, opts) -> int:
         dist.init_process_group(backend)
     try:
         rows = dist_sweep(algos, sizes, iters=args.iters, warmup=args.warmup, dtype=args.datatype, options=opts,
-                          include_dist=not args.no_dist, timeout=args.timeout)
+                          include_dist=not args.no_dist, timeout=args.timeout, check=bool(args.check))
         rank, n = dist.get_rank(), dist.get_world_size()
     finally:
         if own:

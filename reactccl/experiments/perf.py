@@ -144,13 +144,14 @@ def _check_data(count: int, rank: int, dtype, device):
 
 
 def measure(op: Callable, count: int, dtype, device, iters: int, warmup: int, group=None,
-            sync: Callable[[], None] | None = None) -> tuple[float, int]:
+            sync: Callable[[], None] | None = None, check: bool = True) -> tuple[float, int | None]:
     """Time ``op(tensor)`` (an in-place sum AllReduce) on this rank and check it, as nccl-tests does.
 
     Returns:
         ``(mean seconds per iteration averaged over ranks, wrong elements summed over ranks)``.
         The check fills element i on rank r with ``(r + 1) * (i % 7 + 1)``, runs ``op`` once and
-        counts elements that differ from ``(i % 7 + 1) * n(n+1)/2`` exactly.
+        counts elements that differ from ``(i % 7 + 1) * n(n+1)/2`` exactly (``None`` with
+        ``check=False``).
     """
     import torch
     import torch.distributed as dist
@@ -166,19 +167,21 @@ def measure(op: Callable, count: int, dtype, device, iters: int, warmup: int, gr
         op(buf)
     sync()
     elapsed = (time.perf_counter() - t0) / max(iters, 1)
-    x = _check_data(count, rank, dtype, device)
-    op(x)
-    sync()
-    expect = ((torch.arange(count, device=device) % 7 + 1) * (n * (n + 1) // 2)).to(dtype)
-    wrong = int((x != expect).sum().item())
+    wrong = 0
+    if check:
+        x = _check_data(count, rank, dtype, device)
+        op(x)
+        sync()
+        expect = ((torch.arange(count, device=device) % 7 + 1) * (n * (n + 1) // 2)).to(dtype)
+        wrong = int((x != expect).sum().item())
     stats = torch.tensor([elapsed, float(wrong)], dtype=torch.float64, device=device)
     dist.all_reduce(stats, group=group)
-    return float(stats[0].item()) / n, int(round(stats[1].item()))
+    return float(stats[0].item()) / n, (int(round(stats[1].item())) if check else None)
 
 
 def dist_sweep(algorithms: Sequence[str], sizes: Sequence[int], iters: int = 20, warmup: int = 5,
                dtype: str = "float", options: dict | None = None, include_dist: bool = True, group=None,
-               timeout: float = 60.0) -> list[PerfRow]:
+               timeout: float = 60.0, check: bool = True) -> list[PerfRow]:
     """Each algorithm (and ``dist.all_reduce``) at each size on the real ranks of ``group``.
 
     Call on every rank (after ``init_process_group``); every rank gets the same rows. Only
@@ -224,7 +227,7 @@ def dist_sweep(algorithms: Sequence[str], sizes: Sequence[int], iters: int = 20,
                 count = size // size_of
                 if count < 1:
                     continue
-                t, wrong = measure(op, count, tdtype, device, iters, warmup, group=group, sync=sync)
+                t, wrong = measure(op, count, tdtype, device, iters, warmup, group=group, sync=sync, check=check)
                 rows.append(_row(name, coll, n, count * size_of, dtype, None, t, wrong))
     finally:
         for rc in made:
