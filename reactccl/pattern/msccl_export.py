@@ -83,140 +83,152 @@ def to_msccl_xml(pattern: CollectivePattern, name: str | None = None, proto: str
         MscclError: chunk sizes that fit no grid of at most 65536 cells.
     """
     p = pattern
-    n = p.num_ranks
-    K, cell_off, cell_cnt = chunk_grid(p.chunk_size, n, p.collective.is_blocked)
-    units = _units(p)
-    U = len(units)
-    u_flow = np.array([u[0] for u in units], dtype=np.int64)
-    u_c0 = np.array([u[1] for u in units], dtype=np.int64)
-    u_nc = np.array([u[2] for u in units], dtype=np.int64)
-    u_step = p.step[u_flow] if U else np.zeros(0, dtype=np.int64)
-    u_src, u_dst = (p.src[u_flow], p.dst[u_flow]) if U else (u_step, u_step)
-    u_red = (p.op[u_flow] == 0) if U else np.zeros(0, dtype=bool)
-    u_chan = (p.flow_graph[u_flow] % max_channels) if U else u_step
-    # per (rank, chunk): accesses in the pattern's order (step, reads before writes, flow, unit)
-    seq: dict[tuple[int, int], list] = defaultdict(list)
-    for u in range(U):
-        s, f = int(u_step[u]), int(u_flow[u])
-        for c in range(int(u_c0[u]), int(u_c0[u] + u_nc[u])):
-            seq[(int(u_src[u]), c)].append((s, 0, f, u))
-            seq[(int(u_dst[u]), c)].append((s, 1, f, u))
-    last_w = {}      # (u, c) -> unit whose write u's read sees (or -1)
-    prev_w = {}      # (u, c) -> previous writer unit of u's write (or -1)
-    since_r = {}     # (u, c) -> reader units of the value u's write overwrites
-    readers = {}     # (u, c) -> reader units of the value u writes
-    next_w = {}      # (u, c) -> next writer unit after u's write (or -1)
-    for (r, c), ev in seq.items():
-        ev.sort()
-        w, rs = -1, []
-        writes = []
-        for _s, phase, _f, u in ev:
-            if phase == 0:
-                last_w[(u, c)] = w
-                rs.append(u)
-                if w >= 0:
-                    readers[(w, c)].append(u)
-            else:
-                prev_w[(u, c)], since_r[(u, c)] = w, rs
-                readers[(u, c)] = []
-                writes.append(u)
-                w, rs = u, []
-        for a, b in zip(writes, writes[1:] + [-1]):
-            next_w[(a, c)] = b
+    K, cell_off, cell_cnt = chunk_grid(p.chunk_size, p.num_ranks, p.collective.is_blocked)
+    u = _Units(p, max_channels)
+    fused, recv_bind, send_bind = _fuse(u)
+    ops = _lower(u, fused, recv_bind, send_bind, cell_off, cell_cnt)
+    return _write(p, ops, K, name, proto)
 
-    def chunks(u):
-        return range(int(u_c0[u]), int(u_c0[u] + u_nc[u]))
 
-    # connections: (src, dst, chan) -> send units with [position key, send key]
-    def send_key(u):
-        return (int(u_step[u]), 0, int(u_flow[u]), int(u_c0[u]))
+class _Units:
+    """A pattern's flows cut into units (runs of consecutive chunks, one send step each), with
+    every (rank, chunk)'s accesses in the pattern's order: a step's reads, then its writes by flow."""
 
-    def recv_key(u):
-        return (int(u_step[u]), 1, int(u_flow[u]), int(u_c0[u]))
+    def __init__(self, p: CollectivePattern, max_channels: int) -> None:
+        units = _units(p)
+        self.n = len(units)
+        self.flow = np.array([x[0] for x in units], dtype=np.int64)
+        self.c0 = np.array([x[1] for x in units], dtype=np.int64)
+        self.nc = np.array([x[2] for x in units], dtype=np.int64)
+        self.step, self.src, self.dst = p.step[self.flow], p.src[self.flow], p.dst[self.flow]
+        self.red = p.op[self.flow] == 0
+        self.chan = p.flow_graph[self.flow] % max_channels if self.n else self.step
+        self.last_w: dict = {}     # (u, c) -> unit whose write u's read sees (or -1)
+        self.prev_w: dict = {}     # (u, c) -> previous writer of what u writes (or -1)
+        self.since_r: dict = {}    # (u, c) -> readers of the value u's write overwrites
+        self.readers: dict = {}    # (u, c) -> readers of the value u writes
+        self.next_w: dict = {}     # (u, c) -> next writer after u (or -1)
+        seq: dict[tuple[int, int], list] = defaultdict(list)
+        for x in range(self.n):
+            t, f = int(self.step[x]), int(self.flow[x])
+            for c in self.chunks(x):
+                seq[(int(self.src[x]), c)].append((t, 0, f, x))
+                seq[(int(self.dst[x]), c)].append((t, 1, f, x))
+        for (_r, c), ev in seq.items():
+            ev.sort()
+            w, rs, writes = -1, [], []
+            for _t, phase, _f, x in ev:
+                if phase == 0:
+                    self.last_w[(x, c)] = w
+                    rs.append(x)
+                    if w >= 0:
+                        self.readers[(w, c)].append(x)
+                else:
+                    self.prev_w[(x, c)], self.since_r[(x, c)] = w, rs
+                    self.readers[(x, c)] = []
+                    writes.append(x)
+                    w, rs = x, []
+            for a, b in zip(writes, writes[1:] + [-1]):
+                self.next_w[(a, c)] = b
 
+    def chunks(self, x: int) -> range:
+        return range(int(self.c0[x]), int(self.c0[x] + self.nc[x]))
+
+    def send_key(self, x: int) -> tuple:
+        """Where a plain send sits in its threadblock: (step, sends first, flow, chunk)."""
+        return (int(self.step[x]), 0, int(self.flow[x]), int(self.c0[x]))
+
+    def recv_key(self, x: int) -> tuple:
+        return (int(self.step[x]), 1, int(self.flow[x]), int(self.c0[x]))
+
+
+def _fuse(u: _Units):
+    """Receive-then-forward pairs: a send whose every chunk was last written by one receive of the
+    same run and channel, where the peers can share a threadblock and moving the send up to the
+    receive keeps the connection's order. Returns ``(send unit -> recv unit, recv_bind, send_bind)``
+    with the peer bindings ``(rank, chan, recv peer) -> send peer`` and the reverse."""
     conn: dict[tuple[int, int, int], list[int]] = defaultdict(list)
-    for u in range(U):
-        conn[(int(u_src[u]), int(u_dst[u]), int(u_chan[u]))].append(u)
+    for x in range(u.n):
+        conn[(int(u.src[x]), int(u.dst[x]), int(u.chan[x]))].append(x)
     for lst in conn.values():
-        lst.sort(key=send_key)
-    send_pos = {u: send_key(u) for u in range(U)}
-    fused_with: dict[int, int] = {}      # send unit -> recv unit
-    recv_used: set[int] = set()
-    recv_bind: dict[tuple[int, int, int], int] = {}   # (rank, chan, recv peer) -> send peer
-    send_bind: dict[tuple[int, int, int], int] = {}   # (rank, chan, send peer) -> recv peer
-    for u2 in sorted(range(U), key=send_key):
-        a, g = int(u_src[u2]), int(u_chan[u2])
-        ws = {last_w.get((u2, c), -1) for c in chunks(u2)}
+        lst.sort(key=u.send_key)
+    pos = {x: u.send_key(x) for x in range(u.n)}
+    fused: dict[int, int] = {}
+    used: set[int] = set()
+    recv_bind: dict[tuple[int, int, int], int] = {}
+    send_bind: dict[tuple[int, int, int], int] = {}
+    for u2 in sorted(range(u.n), key=u.send_key):
+        a, g = int(u.src[u2]), int(u.chan[u2])
+        ws = {u.last_w.get((u2, c), -1) for c in u.chunks(u2)}
         if len(ws) != 1:
             continue
         u1 = ws.pop()
-        if (u1 < 0 or u1 in recv_used or int(u_chan[u1]) != g or u_c0[u1] != u_c0[u2]
-                or u_nc[u1] != u_nc[u2]):
+        if u1 < 0 or u1 in used or int(u.chan[u1]) != g or u.c0[u1] != u.c0[u2] or u.nc[u1] != u.nc[u2]:
             continue
-        x, y = int(u_src[u1]), int(u_dst[u2])
+        x, y = int(u.src[u1]), int(u.dst[u2])
         if recv_bind.get((a, g, x), y) != y or send_bind.get((a, g, y), x) != x:
             continue
-        lst = conn[(a, y, g)]
-        old = send_pos[u2]
-        send_pos[u2] = recv_key(u1)
-        pos = [send_pos[v] for v in lst]
-        if any(pos[i] >= pos[i + 1] for i in range(len(pos) - 1)):
-            send_pos[u2] = old
+        old, pos[u2] = pos[u2], u.recv_key(u1)
+        order = [pos[v] for v in conn[(a, y, g)]]
+        if any(order[i] >= order[i + 1] for i in range(len(order) - 1)):
+            pos[u2] = old
             continue
-        fused_with[u2] = u1
-        recv_used.add(u1)
+        fused[u2] = u1
+        used.add(u1)
         recv_bind[(a, g, x)] = y
         send_bind[(a, g, y)] = x
+    return fused, recv_bind, send_bind
 
+
+def _lower(u: _Units, fused, recv_bind, send_bind, cell_off, cell_cnt) -> list[_Op]:
+    """The steps (ops) with their types, threadblocks and the ops each waits for."""
     ops: list[_Op] = []
     recv_op: dict[int, int] = {}
     send_op: dict[int, int] = {}
-    fused_recv = {u1: u2 for u2, u1 in fused_with.items()}
-    for u in range(U):
-        off, cnt = int(cell_off[u_c0[u]]), int(cell_cnt[u_c0[u]:u_c0[u] + u_nc[u]].sum())
-        if u in fused_recv:
-            u2 = fused_recv[u]
-            if not u_red[u]:
+    fused_recv = {u1: u2 for u2, u1 in fused.items()}
+    for x in range(u.n):
+        off, cnt = int(cell_off[u.c0[x]]), int(cell_cnt[u.c0[x]:u.c0[x] + u.nc[x]].sum())
+        if x in fused_recv:
+            u2 = fused_recv[x]
+            if not u.red[x]:
                 t = "rcs"
-            else:
-                only_fwd = all(readers[(u, c)] == [u2] and next_w[(u, c)] >= 0 and not u_red[next_w[(u, c)]]
-                               for c in chunks(u))
+            else:       # rrs: the sum is only forwarded, then overwritten by a copy
+                only_fwd = all(u.readers[(x, c)] == [u2] and u.next_w[(x, c)] >= 0 and not u.red[u.next_w[(x, c)]]
+                               for c in u.chunks(x))
                 t = "rrs" if only_fwd else "rrcs"
-            recv_op[u] = send_op[u2] = len(ops)
-            ops.append(_Op(int(u_dst[u]), t, off, cnt, u, u2, recv_key(u)))
+            recv_op[x] = send_op[u2] = len(ops)
+            ops.append(_Op(int(u.dst[x]), t, off, cnt, x, u2, u.recv_key(x)))
         else:
-            recv_op[u] = len(ops)
-            ops.append(_Op(int(u_dst[u]), "rrc" if u_red[u] else "r", off, cnt, u, None, recv_key(u)))
-        if u not in fused_with:
-            send_op[u] = len(ops)
-            ops.append(_Op(int(u_src[u]), "s", off, cnt, None, u, send_key(u)))
-    # threadblocks: (send peer, recv peer, chan) per rank
-    for op in ops:
-        g = int(u_chan[op.send if op.send is not None else op.recv])
+            recv_op[x] = len(ops)
+            ops.append(_Op(int(u.dst[x]), "rrc" if u.red[x] else "r", off, cnt, x, None, u.recv_key(x)))
+        if x not in fused:
+            send_op[x] = len(ops)
+            ops.append(_Op(int(u.src[x]), "s", off, cnt, None, x, u.send_key(x)))
+    for op in ops:      # threadblock (send peer, recv peer, channel)
+        g = int(u.chan[op.send if op.send is not None else op.recv])
         if op.recv is not None and op.send is not None:
-            x, y = int(u_src[op.recv]), int(u_dst[op.send])
+            x, y = int(u.src[op.recv]), int(u.dst[op.send])
         elif op.recv is not None:
-            x = int(u_src[op.recv])
+            x = int(u.src[op.recv])
             y = recv_bind.get((op.rank, g, x), -1)
         else:
-            y = int(u_dst[op.send])
+            y = int(u.dst[op.send])
             x = send_bind.get((op.rank, g, y), -1)
         op.tb = (y, x, g)
-    # dependencies
-    for i, op in enumerate(ops):
+    for i, op in enumerate(ops):    # waits: write after write/read, read after write
         if op.recv is not None:
-            for c in chunks(op.recv):
-                w = prev_w[(op.recv, c)]
+            for c in u.chunks(op.recv):
+                w = u.prev_w[(op.recv, c)]
                 if w >= 0:
                     op.deps.add(recv_op[w])
-                op.deps.update(send_op[v] for v in since_r[(op.recv, c)])
+                op.deps.update(send_op[v] for v in u.since_r[(op.recv, c)])
         if op.send is not None:
-            for c in chunks(op.send):
-                w = last_w[(op.send, c)]
+            for c in u.chunks(op.send):
+                w = u.last_w[(op.send, c)]
                 if w >= 0:
                     op.deps.add(recv_op[w])
         op.deps.discard(i)
-    return _write(p, ops, K, name, proto)
+    return ops
 
 
 def _write(p: CollectivePattern, ops: list[_Op], K: int, name: str | None, proto: str) -> str:
