@@ -304,3 +304,21 @@ def _pair_bytes(p):
     for s, d, f in zip(p.src.tolist(), p.dst.tolist(), p.flow_fraction.tolist()):
         out[(s, d)] = out.get((s, d), 0.0) + f
     return {k: round(v, 6) for k, v in out.items()}     # chunk sizes are multiples of 1/K >= 1e-5
+
+
+def test_relay_through_scratch_becomes_copy_flows():
+    # Broadcast 0 -> 1 -> 2 where gpu 1 receives into scratch, forwards from scratch, then copies it home
+    x = ('<algo name="relay" nchunksperloop="1" ngpus="3" coll="broadcast" inplace="1">'
+         '<gpu id="0" i_chunks="1" o_chunks="1" s_chunks="0"><tb id="0" send="1" recv="-1" chan="0">'
+         + _st(0, "s", "i", 0, "s", 0) + '</tb></gpu>'
+         '<gpu id="1" i_chunks="1" o_chunks="1" s_chunks="1"><tb id="0" send="2" recv="0" chan="0">'
+         + _st(0, "r", "i", 0, "s", 0) + _st(1, "s", "s", 0, "i", 0) + _st(2, "cpy", "s", 0, "i", 0) + '</tb></gpu>'
+         '<gpu id="2" i_chunks="1" o_chunks="1" s_chunks="0"><tb id="0" send="-1" recv="1" chan="0">'
+         + _st(0, "r", "s", 0, "i", 0) + '</tb></gpu></algo>')
+    p = from_msccl_xml(x)
+    assert p.root == 0
+    assert [(f.step, f.src, f.dst, f.op.value) for f in sorted(p.flows, key=lambda f: f.step)] == [
+        (0, 0, 1, "copy"), (1, 1, 2, "copy")]
+    # forgetting the copy home leaves gpu 1's output empty
+    with pytest.raises(MscclError, match="gpu 1 output cell i\\[0\\] holds nothing"):
+        from_msccl_xml(x.replace(_st(2, "cpy", "s", 0, "i", 0), ""))
