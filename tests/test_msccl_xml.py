@@ -322,3 +322,26 @@ def test_relay_through_scratch_becomes_copy_flows():
     # forgetting the copy home leaves gpu 1's output empty
     with pytest.raises(MscclError, match="gpu 1 output cell i\\[0\\] holds nothing"):
         from_msccl_xml(x.replace(_st(2, "cpy", "s", 0, "i", 0), ""))
+
+
+def test_partial_sums_of_others_in_scratch_are_refused_by_name():
+    # Reduce to gpu 0: it adds gpu 2's value into gpu 1's in scratch before its own: no flow says that
+    x = ('<algo name="rs" nchunksperloop="1" ngpus="3" coll="reduce" inplace="1" root="0">'
+         '<gpu id="0" i_chunks="1" o_chunks="1" s_chunks="2">'
+         '<tb id="0" send="-1" recv="1" chan="0">' + _st(0, "r", "i", 0, "s", 0) + '</tb>'
+         '<tb id="1" send="-1" recv="2" chan="0">' + _st(0, "r", "i", 0, "s", 1) + '</tb>'
+         '<tb id="2" send="-1" recv="-1" chan="0">'
+         '<step s="0" type="nop" depid="0" deps="0"/>'
+         '<step s="1" type="re" srcbuf="s" srcoff="1" dstbuf="s" dstoff="0" cnt="1" depid="1" deps="0"/>'
+         + _st(2, "re", "s", 0, "i", 0) + '</tb></gpu>'
+         '<gpu id="1" i_chunks="1" o_chunks="1" s_chunks="0"><tb id="0" send="0" recv="-1" chan="0">'
+         + _st(0, "s", "i", 0, "s", 0) + '</tb></gpu>'
+         '<gpu id="2" i_chunks="1" o_chunks="1" s_chunks="0"><tb id="0" send="0" recv="-1" chan="0">'
+         + _st(0, "s", "i", 0, "s", 1) + '</tb></gpu></algo>')
+    with pytest.raises(MscclError, match="gpu 0, tb 2, step 1 \\(re\\): adds two values of chunk 0 \\(of gpus 1 and 2\\)"):
+        from_msccl_xml(x)
+    # adding each into its own value in turn is fine: two reduce flows into the root
+    ok = x.replace('<step s="1" type="re" srcbuf="s" srcoff="1" dstbuf="s" dstoff="0" cnt="1" depid="1" deps="0"/>',
+                   '<step s="1" type="re" srcbuf="s" srcoff="1" dstbuf="i" dstoff="0" cnt="1" depid="1" deps="0"/>')
+    p = from_msccl_xml(ok)
+    assert sorted((f.src, f.dst, f.op.value) for f in p.flows) == [(1, 0, "reduce"), (2, 0, "reduce")]
