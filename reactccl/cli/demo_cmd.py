@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=d.seed, help="seed of ECMP draws and REACT (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--save-pattern", metavar="FILE",
+                   help="write the pattern REACT ended on (verified): MSCCL XML for a .xml name, else JSON")
     p.set_defaults(func=run)
 
 
@@ -101,8 +104,25 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         print(json.dumps(res.to_json(), indent=1))
+    else:
+        show(res, console)
+    return _save_pattern(args, res)
+
+
+def _save_pattern(args: argparse.Namespace, res: DemoResult) -> int:
+    """``--save-pattern``: REACT's last pattern, verified, to the file; 2 if it cannot be written."""
+    if not getattr(args, "save_pattern", None):
         return 0
-    show(res, console)
+    from ..pattern import verify
+    from ..pattern.files import save_pattern
+    p = res.react.current[0]
+    verify(p)
+    try:
+        fmt = save_pattern(p, args.save_pattern)
+    except OSError as e:
+        print(f"demo: --save-pattern {args.save_pattern}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.save_pattern} ({fmt}): {p!r} (verified)", file=sys.stderr)
     return 0
 
 

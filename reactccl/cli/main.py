@@ -21,6 +21,7 @@ COMMANDS = [
     "reactccl.cli.sp_cmd",
     "reactccl.cli.experiment_cmd",
     "reactccl.cli.demo_cmd",
+    "reactccl.cli.perf_cmd",
 ]
 
 

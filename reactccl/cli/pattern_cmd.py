@@ -10,6 +10,8 @@ from pathlib import Path
 from ..algorithms import REGISTRY, generate, names
 from ..algorithms.registry import options as generator_options
 from ..pattern import PatternError, dumps, load, verify
+from ..pattern.files import load_pattern
+from .pattern_io_cmd import add_io_parsers
 
 
 def parse_options(items: list[str] | None, typed: bool = False) -> dict:
@@ -42,6 +44,11 @@ def parse_options(items: list[str] | None, typed: bool = False) -> dict:
                 val = v.strip().lower() == "true"
         out[k.strip().replace("-", "_")] = val
     return out
+
+
+def load(path) -> object:  # noqa: F811 - a pattern file of either kind, JSON read as given (verify checks it)
+    """``reactccl.pattern/1`` JSON (not verified here) or MSCCL XML (imported, hence verified)."""
+    return load_pattern(path, check=False)
 
 
 def _load_or_generate(args) -> object:
@@ -146,3 +153,4 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lst = ps.add_parser("list", help="list the registered generators with their options, types and defaults")
     lst.add_argument("--json", action="store_true", help="print one JSON document (schema reactccl.generators/1)")
     lst.set_defaults(func=_wrap(_cmd_list))
+    add_io_parsers(ps, _wrap)

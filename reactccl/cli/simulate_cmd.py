@@ -28,6 +28,7 @@ from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
 from ._common import deprecated_alias
 from .pattern_cmd import parse_options
+from .simulate_files import add_file_options, load_pattern_arg, write_outputs
 
 EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
            "--epochs 100 --background pairs:x=4:p=2 --seed 1")
@@ -93,7 +94,8 @@ def pattern_for(args, warn: Console | None = None) -> CollectivePattern:
     Raises:
         PatternError: from :func:`reactccl.algorithms.generate`.
     """
-    pattern = generate(args.algorithm, args.ranks, **parse_options(args.option))
+    pattern = (args.pattern_obj if getattr(args, "pattern_obj", None) is not None
+               else generate(args.algorithm, args.ranks, **parse_options(args.option)))
     if pattern.num_flows == 0 or not (args.pack or (warn is not None and pattern.num_flows >= SLOW_FLOWS)):
         return pattern  # nothing to pack (torus_common.pack needs a flow), or no need to look
     if args.pack == "instance":
@@ -209,6 +211,7 @@ def _cmd_simulate(args) -> int:
             return 2
         return 0
     try:
+        load_pattern_arg(args)
         _check_args(args)
         pattern = pattern_for(args, Console(stderr=True, highlight=False, soft_wrap=True))
         if args.react:
@@ -233,13 +236,13 @@ def _cmd_simulate(args) -> int:
             console.print("[bold]REACT run:[/bold]")
             render(react, console)
             render_comparison(base, react, args.warmup, console)
-        return 0
+        return write_outputs(args, base=base, react=react)
     if args.json:
         json.dump(result.to_dict(), sys.stdout)
         sys.stdout.write("\n")
     else:
         render(result, console)
-    return 0
+    return write_outputs(args, result=result)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -291,4 +294,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "message waits for all its chunks and takes one ECMP path, so times can differ from "
                         "the unpacked run; the chunk graphs become one, so not with --react")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
+    add_file_options(p)
     p.set_defaults(func=_cmd_simulate)

@@ -22,6 +22,7 @@ import torch.distributed as dist
 
 from ..algorithms import generate
 from ..pattern import Collective, CollectivePattern
+from ..pattern.files import load_pattern
 from ..runtime.rcollective import RCollective
 from ..runtime.rtuner import RTuner
 
@@ -64,10 +65,15 @@ class ReactAllReduce:
         control_timeout: seconds for control-plane exchanges (default ``timeout``).
         average: divide the sum by the group size (floating dtypes), as DDP wants.
         check: RCollective's agreement check (``"change"``, ``"always"``, ``"never"``).
+        pattern: a pattern file (``reactccl.pattern/1`` JSON or MSCCL XML, e.g. one saved by
+            ``reactccl simulate --react --save-pattern``) or a :class:`CollectivePattern`; used
+            instead of ``algorithm`` (verified on load).
         **options: passed to the generator (e.g. ``slices=4`` for ``nccl-tree``).
 
     Raises:
-        ValueError: the pattern is not an AllReduce or does not fit the group.
+        ValueError: the pattern is not an AllReduce or does not fit the group, or ``pattern``
+            together with generator options.
+        PatternError: the pattern file is malformed or does not verify.
         RuntimeError: torch.distributed is not initialised, or no controller is available.
 
     Shutdown: :meth:`close` stops the tuner and waiter threads and destroys the
@@ -82,10 +88,18 @@ class ReactAllReduce:
     def __init__(self, group=None, algorithm: str | CollectivePattern = "nccl-tree", react: bool = True, *,
                  controller=None, params=None, every: int = 1, delay: int | None = None, leader: int = 0,
                  timeout: float = 60.0, control_timeout: float | None = None, control_ifname: str | None = None,
-                 average: bool = False, check: str = "change", **options) -> None:
+                 average: bool = False, check: str = "change", pattern=None, **options) -> None:
         if not dist.is_initialized():
             raise RuntimeError("ReactAllReduce: torch.distributed is not initialised (call init_process_group)")
         self.world = dist.get_world_size(group)
+        if pattern is not None:
+            if options:
+                raise ValueError(f"ReactAllReduce: pattern= is a ready pattern; generator options "
+                                 f"{sorted(options)} do not apply")
+            algorithm = pattern if isinstance(pattern, CollectivePattern) else load_pattern(pattern)
+            if algorithm.num_ranks != self.world:
+                raise ValueError(f"ReactAllReduce: the pattern has {algorithm.num_ranks} ranks, the group "
+                                 f"{self.world}")
         pattern = algorithm if isinstance(algorithm, CollectivePattern) else generate(algorithm, self.world, **options)
         if pattern.collective is not Collective.ALLREDUCE:
             raise ValueError(f"ReactAllReduce needs an allreduce pattern, {pattern.name or 'the pattern'} "

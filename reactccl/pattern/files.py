@@ -1,0 +1,42 @@
+"""Pattern files of either kind: ``reactccl.pattern/1`` JSON or MSCCL XML, told apart by content."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .io import dumps, loads
+from .ir import CollectivePattern
+from .msccl_export import to_msccl_xml
+from .msccl_import import from_msccl_xml, is_msccl_xml
+from .verify import verify
+
+__all__ = ["load_pattern", "save_pattern"]
+
+
+def load_pattern(path: str | Path, check: bool = True) -> CollectivePattern:
+    """Read a pattern file: MSCCL XML when it starts with ``<`` (imported and verified by
+    :func:`reactccl.pattern.msccl_import.from_msccl_xml`), else ``reactccl.pattern/1`` JSON
+    (verified too unless ``check=False``).
+
+    Raises:
+        OSError: the file cannot be read.
+        PatternError: malformed, or not computing its collective (naming rank, chunk, step).
+    """
+    text = Path(path).read_text()
+    if is_msccl_xml(text):
+        return from_msccl_xml(text, name=Path(path).stem)
+    p = loads(text)
+    if check:
+        verify(p)
+    return p
+
+
+def save_pattern(pattern: CollectivePattern, path: str | Path) -> str:
+    """Write ``pattern`` to ``path``: MSCCL XML for a ``.xml`` name, JSON otherwise. Returns the format
+    written (``"msccl-xml"`` or ``"json"``)."""
+    path = Path(path)
+    if path.suffix.lower() == ".xml":
+        path.write_text(to_msccl_xml(pattern))
+        return "msccl-xml"
+    path.write_text(dumps(pattern))
+    return "json"
