@@ -16,6 +16,7 @@ import sys
 
 from ..experiments.perf import DTYPES, dist_sweep, format_table, nccl_sizes, parse_nccl_size, plot_busbw, sim_sweep
 from ..pattern import PatternError
+from ._common import deprecated_alias
 from .pattern_cmd import parse_options
 
 
@@ -50,7 +51,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="simulator: engine, e.g. compiled or python, where the simulator offers a choice")
     p.add_argument("--background", action="append", metavar="SPEC", help="simulator: background traffic (repeatable)")
     p.add_argument("--degrade", action="append", metavar="SPEC", help="simulator: degraded links (repeatable)")
-    p.add_argument("--ports", type=int, default=4, help="simulator: ECMP ports per flow (default 4)")
+    p.add_argument("--ecmp-ports", dest="ports", type=int, default=4, help="simulator: ECMP ports per flow (default 4)")
+    deprecated_alias(p, "--ports", "--ecmp-ports")
     p.add_argument("--seed", type=int, default=0, help="simulator: seed (default 0)")
     p.add_argument("--backend", choices=["gloo", "nccl"], default=None,
                    help="run on real ranks with this torch.distributed backend (default under torchrun: nccl "
