@@ -1,0 +1,148 @@
+"""One step of :func:`reactccl.pattern.verify`: apply a step's flows to the contribution state.
+
+The state is two bit-planes ``ge1``/``ge2`` of shape ``(N*C, W)`` (uint64), row
+``rank * C + chunk``: bit ``r`` of ``ge1`` says rank r's contribution is in the
+value at least once, of ``ge2`` at least twice. A row with no ``ge1`` bit is
+*undefined* (the rank holds nothing meaningful there yet). See verify.py for the
+semantics; this module only carries them out, in time linear in the step's
+(flow, chunk) pairs whatever their shape (many flows into one target included).
+
+Source: REACT §5.3.1 and A.3 (the check), made exact and strict in verify.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .types import PatternError
+
+__all__ = ["StepError", "apply_step", "group_sum"]
+
+ALL = 0xFFFFFFFFFFFFFFFF
+
+
+class StepError(PatternError):
+    """Raised by :func:`apply_step`; verify.py turns it into a VerificationError."""
+
+    def __init__(self, message: str, flow: int, rank: int, chunk: int, step: int, reason: str) -> None:
+        super().__init__(message)
+        self.flow, self.rank, self.chunk, self.step, self.reason = flow, rank, chunk, step, reason
+
+
+def group_sum(start: np.ndarray, one: np.ndarray, two: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Saturating (0, 1, >=2) sum of the rows of each group, by pairwise halving.
+
+    Args:
+        start: bool, shape ``(P,)``: True where a group begins (rows sorted by group).
+        one, two: uint64 bit-planes, shape ``(P, W)`` (modified in place).
+
+    Returns:
+        ``(one, two)`` with one row per group, shape ``(G, W)``. Work is O(P * W)
+        (each round halves every group), rounds are ceil(log2(largest group)).
+    """
+    while len(start) > 1 and not start.all():
+        n = len(start)
+        first = np.flatnonzero(start)
+        local = np.arange(n) - np.repeat(first, np.diff(np.append(first, n)))
+        head = local % 2 == 0
+        pair = np.flatnonzero(head[:-1] & ~start[1:])
+        nxt = pair + 1
+        two[pair] |= two[nxt] | (one[pair] & one[nxt])
+        one[pair] |= one[nxt]
+        keep = np.flatnonzero(head)
+        start, one, two = start[keep], one[keep], two[keep]
+    return one, two
+
+
+def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: np.ndarray,
+               last_write: np.ndarray, first_dup: np.ndarray, origin: list) -> None:
+    """Apply the pairs ``(f[i], ch[i])`` (flow, chunk) of step ``t`` to the state, in place.
+
+    All reads see the state at the end of step ``t - 1``. Checks, in this order
+    (the first offending pair in the given order, or the smallest target, is named):
+    a source that is undefined; a target written by several flows one of which is
+    a copy; a reduce into an undefined target.
+
+    Raises:
+        StepError: naming flow, step, rank and chunk.
+    """
+    C = p.num_chunks
+    tgt = p.dst[f] * C + ch
+    o = np.argsort(tgt, kind="stable")      # pairs grouped by target, given order inside a group
+    tgt_s = tgt[o]
+    src_key = p.src[f[o]] * C + ch[o]
+    s1 = ge1[src_key]
+    s2 = ge2[src_key]
+    empty = ~s1.any(axis=1)
+    if empty.any():
+        i = int(np.min(o[empty]))
+        fi, c = int(f[i]), int(ch[i])
+        raise StepError(
+            f"step {t}: flow {fi} ({p.src[fi]}->{p.dst[fi]}) sends chunk {c} but rank {p.src[fi]} does not hold it "
+            f"yet (its value there is undefined)", fi, int(p.src[fi]), c, t, "source does not hold the chunk")
+    is_copy = p.op[f[o]] == 1
+    start = np.empty(len(o), dtype=bool)
+    start[0] = True
+    np.not_equal(tgt_s[1:], tgt_s[:-1], out=start[1:])
+    first = np.flatnonzero(start)
+    tu = tgt_s[first]
+    if len(tu) < len(o):
+        mult = np.diff(np.append(first, len(o)))
+        copies = np.add.reduceat(is_copy.astype(np.int64), first)
+        bad = np.flatnonzero((copies > 0) & (mult > 1))
+        if bad.size:
+            g = int(bad[0])
+            k = int(tu[g])
+            fi = int(f[o[first[g]]])
+            raise StepError(
+                f"step {t}: rank {k // C}, chunk {k % C} is written by {mult[g]} flows in one step and one of them is "
+                f"a copy (the result would depend on their order)", fi, k // C, k % C, t, "conflicting writes")
+    gcopy = is_copy[first]               # a group with a copy has just that flow
+    a1 = ge1[tu]
+    undef = ~a1.any(axis=1) & ~gcopy
+    if undef.any():
+        i = int(np.min(o[first[undef]]))   # the first such pair in the given order
+        fi, c = int(f[i]), int(ch[i])
+        raise StepError(
+            f"step {t}: flow {fi} ({p.src[fi]}->{p.dst[fi]}) reduces chunk {c} into rank {p.dst[fi]}, whose value "
+            f"there is undefined (before its first write a rank holds only what the collective gives it; only a "
+            f"copy may write an undefined position)", fi, int(p.dst[fi]), c, t, "reduce into an undefined value")
+    a2 = ge2[tu]
+    big = np.iinfo(np.int64).max
+    inh = first_dup[src_key]
+    inh = np.minimum.reduceat(np.where(inh >= 0, inh, big), first)
+    inh[inh == big] = -1
+    several = len(tu) < len(o)
+    ored2 = None
+    if not origin:
+        ored2 = np.bitwise_or.reduceat(s2, first, axis=0) if several else s2.copy()
+    b1, b2 = group_sum(start, s1, s2)
+    del s1, s2
+    keep = np.where(gcopy, np.uint64(0), np.uint64(ALL))[:, None]
+    b2 |= keep & (a2 | (a1 & b1))
+    b1 |= keep & a1
+    if not origin:
+        # a double count arises here: the target already held part of what arrives, or two
+        # flows of the group bring overlapping parts
+        made = np.flatnonzero((b2 & ~(a2 | ored2)).any(axis=1))
+        if made.size:
+            origin.append(_origin(p, t, f, o, first, int(made[0]), tu, a1, ge1[src_key]))
+    fd = first_dup[tu]
+    has2 = b2.any(axis=1)
+    fd = np.where(gcopy, inh, np.where(has2 & (fd < 0), np.where(inh >= 0, inh, t), fd))
+    ge1[tu] = b1
+    ge2[tu] = b2
+    first_dup[tu] = fd
+    last_write[tu] = t
+
+
+def _origin(p, t, f, o, first, g, tu, a1, s1) -> tuple[int, int, int]:
+    """(step, flow, target key) of the first flow of group ``g`` whose data overlaps what the
+    target holds or what earlier flows of the group brought."""
+    end = first[g + 1] if g + 1 < len(first) else len(o)
+    held = a1[g].copy() if p.op[f[o[first[g]]]] == 0 else np.zeros_like(a1[g])
+    for j in range(first[g], end):
+        if (held & s1[j]).any():
+            return t, int(f[o[j]]), int(tu[g])
+        held |= s1[j]
+    return t, int(f[o[first[g]]]), int(tu[g])
