@@ -95,26 +95,35 @@ STEP_ROWS_PER_PAIR = 9
 FINAL_BLOCK_BYTES = 32 << 20    # the final check runs in blocks of about this size
 
 
-def verify_bytes(num_ranks: int, num_chunks: int, num_pairs: int = 0, widest_step: int = 0) -> int:
-    """Bytes :func:`verify` allocates at its peak (an upper estimate).
+def verify_bytes(num_ranks: int, num_chunks: int, num_pairs: int = 0, widest_step: int = 0,
+                 collective: Collective | str | None = None) -> int:
+    """Bytes :func:`verify` allocates at its peak (an upper estimate; tests/test_verify_limits.py
+    compares it with tracemalloc's peak).
 
     Args:
         num_ranks, num_chunks: N and C.
         num_pairs: (flow, chunk) pairs of the whole pattern.
         widest_step: pairs in the step with the most.
+        collective: when given, the final check counts only its output positions
+            (C of them for reducescatter and reduce, else N*C).
 
     Returns:
-        ``2 * N*C*W*8`` (the bit-planes, W = ceil(N/64)) ``+ 16 * N*C`` (last write and
-        first double count per position) ``+ 9 * widest*W*8 + 64 * widest`` (one
-        step's rows and indices) ``+ 48 * pairs`` (the step order) ``+`` the final
-        check's blocks (``4 * min(N*C*W*8, 32 MiB)``).
+        ``2*N*C*W*8`` (the two bit-planes, W = ceil(N/64) words a row) ``+ 16*N*C``
+        (last write and first double count of each position) ``+ 48*pairs`` (the
+        step order) ``+ max(step, final)``: one step's work space, ``P * (9*W*8 + 96)``
+        for its P = ``widest_step`` pairs, or the final check's, ``B * (3*W*8 + 64)``
+        for blocks of B = min(outputs, 32 MiB / (W*8)) rows; ``+ 64*C + 1 MiB`` (the
+        chunk owners and small arrays).
     """
     N, C = int(num_ranks), int(num_chunks)
     W = (N + 63) // 64
     state = 2 * N * C * W * 8 + 16 * N * C
-    step = STEP_ROWS_PER_PAIR * widest_step * W * 8 + 64 * widest_step
-    final = 4 * min(N * C * W * 8, FINAL_BLOCK_BYTES + W * 8)
-    return state + step + 48 * int(num_pairs) + final
+    step = int(widest_step) * (STEP_ROWS_PER_PAIR * W * 8 + 96)
+    outputs = C if collective is not None and Collective(collective) in (Collective.REDUCESCATTER,
+                                                                          Collective.REDUCE) else N * C
+    rows = min(outputs, max(1, FINAL_BLOCK_BYTES // (W * 8)))
+    final = rows * (3 * W * 8 + 64)
+    return state + 48 * int(num_pairs) + max(step, final) + 64 * C + (1 << 20)
 
 
 def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> VerifyResult:
@@ -151,7 +160,7 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> Ve
     starts = np.concatenate(([0], cut)).astype(np.int64) if len(pf) else np.zeros(0, dtype=np.int64)
     ends = np.append(starts[1:], len(pf)).astype(np.int64)
     widest = int((ends - starts).max()) if len(starts) else 0
-    need = verify_bytes(N, C, len(pf), widest)
+    need = verify_bytes(N, C, len(pf), widest, p.collective)
     if need > max_bytes:
         raise PatternError(f"verify: exact check of {N} ranks x {C} chunks ({len(pf)} flow-chunk pairs, "
                            f"{widest} in the widest step) needs about {need / 2**30:.2f} GiB "
@@ -161,13 +170,12 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> Ve
     coll = p.collective
     owner = chunk_owner(p)
     if coll is Collective.ALLGATHER:
-        keys, r = owner * C + np.arange(C), owner
+        ge1[owner * C + np.arange(C), owner // 64] = np.uint64(1) << (owner % 64).astype(np.uint64)
     elif coll is Collective.BROADCAST:
-        keys, r = p.root * C + np.arange(C), np.full(C, p.root)
-    else:
-        keys, r = np.arange(N * C), np.repeat(np.arange(N), C)
-    ge1[keys, r // 64] = np.uint64(1) << (r % 64).astype(np.uint64)
-    del keys, r
+        ge1[p.root * C:(p.root + 1) * C, p.root // 64] = np.uint64(1) << np.uint64(p.root % 64)
+    else:   # every rank's own bit at all its chunks, without (N*C)-long index arrays
+        r = np.arange(N)
+        ge1.reshape(N, C, W)[r, :, r // 64] = (np.uint64(1) << (r % 64).astype(np.uint64))[:, None]
     last_write = np.full(N * C, -1, dtype=np.int64)
     first_dup = np.full(N * C, -1, dtype=np.int64)
     origin: list[tuple[int, int, int]] = []   # (step, flow, target key) of the first double count made
