@@ -225,8 +225,9 @@ def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin) -> None:
     block = max(1, FINAL_BLOCK_BYTES // (W * 8))
     first_bad, n_bad = None, 0
     for lo in range(0, total, block):
-        k = np.arange(lo, min(lo + block, total)) if keys is None else keys[lo:lo + block]
-        g1, g2 = ge1[k], ge2[k]
+        hi = min(lo + block, total)
+        k = np.arange(lo, hi) if keys is None else keys[lo:hi]
+        g1, g2 = (ge1[lo:hi], ge2[lo:hi]) if keys is None else (ge1[k], ge2[k])   # views where contiguous
         exp = _expected_rows(p, owner, k, W)
         wrong = ((g1 != full).any(axis=1) if exp is None else (g1 != exp).any(axis=1)) | g2.any(axis=1)
         nb = int(np.count_nonzero(wrong))

@@ -19,6 +19,7 @@ from .types import PatternError
 __all__ = ["StepError", "apply_step", "group_sum"]
 
 ALL = 0xFFFFFFFFFFFFFFFF
+SMALL_STEP = 8     # steps with at most this many (flow, chunk) pairs take the scalar path
 
 
 class StepError(PatternError):
@@ -54,6 +55,26 @@ def group_sum(start: np.ndarray, one: np.ndarray, two: np.ndarray) -> tuple[np.n
     return one, two
 
 
+def _bad_send(p, t: int, fi: int, c: int) -> StepError:
+    return StepError(f"step {t}: flow {fi} ({p.src[fi]}->{p.dst[fi]}) sends chunk {c} but rank {p.src[fi]} does "
+                     f"not hold it yet (its value there is undefined)", fi, int(p.src[fi]), c, t,
+                     "source does not hold the chunk")
+
+
+def _conflict(p, t: int, fi: int, k: int, mult: int) -> StepError:
+    C = p.num_chunks
+    return StepError(f"step {t}: rank {k // C}, chunk {k % C} is written by {mult} flows in one step and one of "
+                     f"them is a copy (the result would depend on their order)", fi, k // C, k % C, t,
+                     "conflicting writes")
+
+
+def _undefined(p, t: int, fi: int, c: int) -> StepError:
+    return StepError(f"step {t}: flow {fi} ({p.src[fi]}->{p.dst[fi]}) reduces chunk {c} into rank {p.dst[fi]}, "
+                     f"whose value there is undefined (before its first write a rank holds only what the "
+                     f"collective gives it; only a copy may write an undefined position)", fi, int(p.dst[fi]), c, t,
+                     "reduce into an undefined value")
+
+
 def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: np.ndarray,
                last_write: np.ndarray, first_dup: np.ndarray, origin: list) -> None:
     """Apply the pairs ``(f[i], ch[i])`` (flow, chunk) of step ``t`` to the state, in place.
@@ -63,9 +84,16 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
     a source that is undefined; a target written by several flows one of which is
     a copy; a reduce into an undefined target.
 
+    Steps of at most :data:`SMALL_STEP` pairs go through :func:`_apply_small` (the
+    same rules on Python integers: no fixed numpy cost per step, which is what a
+    pattern of 100k one-flow steps pays); both give the same state and errors.
+
     Raises:
         StepError: naming flow, step, rank and chunk.
     """
+    if len(f) <= SMALL_STEP:
+        _apply_small(p, t, f.tolist(), ch.tolist(), ge1, ge2, last_write, first_dup, origin)
+        return
     C = p.num_chunks
     tgt = p.dst[f] * C + ch
     o = np.argsort(tgt, kind="stable")      # pairs grouped by target, given order inside a group
@@ -76,10 +104,7 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
     empty = ~s1.any(axis=1)
     if empty.any():
         i = int(np.min(o[empty]))
-        fi, c = int(f[i]), int(ch[i])
-        raise StepError(
-            f"step {t}: flow {fi} ({p.src[fi]}->{p.dst[fi]}) sends chunk {c} but rank {p.src[fi]} does not hold it "
-            f"yet (its value there is undefined)", fi, int(p.src[fi]), c, t, "source does not hold the chunk")
+        raise _bad_send(p, t, int(f[i]), int(ch[i]))
     is_copy = p.op[f[o]] == 1
     start = np.empty(len(o), dtype=bool)
     start[0] = True
@@ -92,41 +117,44 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
         bad = np.flatnonzero((copies > 0) & (mult > 1))
         if bad.size:
             g = int(bad[0])
-            k = int(tu[g])
-            fi = int(f[o[first[g]]])
-            raise StepError(
-                f"step {t}: rank {k // C}, chunk {k % C} is written by {mult[g]} flows in one step and one of them is "
-                f"a copy (the result would depend on their order)", fi, k // C, k % C, t, "conflicting writes")
+            raise _conflict(p, t, int(f[o[first[g]]]), int(tu[g]), int(mult[g]))
     gcopy = is_copy[first]               # a group with a copy has just that flow
     a1 = ge1[tu]
     undef = ~a1.any(axis=1) & ~gcopy
     if undef.any():
         i = int(np.min(o[first[undef]]))   # the first such pair in the given order
-        fi, c = int(f[i]), int(ch[i])
-        raise StepError(
-            f"step {t}: flow {fi} ({p.src[fi]}->{p.dst[fi]}) reduces chunk {c} into rank {p.dst[fi]}, whose value "
-            f"there is undefined (before its first write a rank holds only what the collective gives it; only a "
-            f"copy may write an undefined position)", fi, int(p.dst[fi]), c, t, "reduce into an undefined value")
+        raise _undefined(p, t, int(f[i]), int(ch[i]))
     a2 = ge2[tu]
-    big = np.iinfo(np.int64).max
-    inh = first_dup[src_key]
-    inh = np.minimum.reduceat(np.where(inh >= 0, inh, big), first)
-    inh[inh == big] = -1
     several = len(tu) < len(o)
-    ored2 = None
-    if not origin:
-        ored2 = np.bitwise_or.reduceat(s2, first, axis=0) if several else s2.copy()
-    b1, b2 = group_sum(start, s1, s2)
+    inh = first_dup[src_key]
+    if several:
+        big = np.iinfo(np.int64).max
+        inh = np.minimum.reduceat(np.where(inh >= 0, inh, big), first)
+        inh[inh == big] = -1
+        ored2 = np.bitwise_or.reduceat(s2, first, axis=0) if not origin else None
+        b1, b2 = group_sum(start, s1, s2)
+    else:
+        b1, b2 = s1, s2                  # one flow per target: its value is the group's sum
     del s1, s2
-    keep = np.where(gcopy, np.uint64(0), np.uint64(ALL))[:, None]
-    b2 |= keep & (a2 | (a1 & b1))
-    b1 |= keep & a1
-    if not origin:
-        # a double count arises here: the target already held part of what arrives, or two
-        # flows of the group bring overlapping parts
-        made = np.flatnonzero((b2 & ~(a2 | ored2)).any(axis=1))
-        if made.size:
-            origin.append(_origin(p, t, f, o, first, int(made[0]), tu, a1, ge1[src_key]))
+    n_copy = int(np.count_nonzero(gcopy))
+    if n_copy < len(tu):                 # reduce groups add what the target holds
+        ov = a1 & b1
+        if not origin:
+            # a double count arises here: the target already held part of what arrives, or
+            # two flows of the group bring overlapping parts
+            made = (ov.any(axis=1) & ~gcopy) if not several else None
+            if several:
+                made = ((b2 | (ov & ~gcopy[:, None])) & ~(a2 | ored2)).any(axis=1) & ~gcopy
+            g = np.flatnonzero(made)
+            if g.size:
+                origin.append(_origin(p, t, f, o, first, int(g[0]), tu, a1, ge1[src_key]))
+        if n_copy:
+            keep = np.where(gcopy, np.uint64(0), np.uint64(ALL))[:, None]
+            b2 |= keep & (a2 | ov)
+            b1 |= keep & a1
+        else:
+            b2 |= a2 | ov
+            b1 |= a1
     fd = first_dup[tu]
     has2 = b2.any(axis=1)
     fd = np.where(gcopy, inh, np.where(has2 & (fd < 0), np.where(inh >= 0, inh, t), fd))
@@ -146,3 +174,62 @@ def _origin(p, t, f, o, first, g, tu, a1, s1) -> tuple[int, int, int]:
             return t, int(f[o[j]]), int(tu[g])
         held |= s1[j]
     return t, int(f[o[first[g]]]), int(tu[g])
+
+
+def _row(a: np.ndarray, k: int) -> int:
+    return int.from_bytes(a[k].tobytes(), "little")
+
+
+def _apply_small(p, t, f: list, ch: list, ge1, ge2, last_write, first_dup, origin) -> None:
+    """:func:`apply_step` for a few pairs: rows as Python integers (bit r = rank r)."""
+    C, W = p.num_chunks, ge1.shape[1]
+    src, dst, op = p.src, p.dst, p.op
+    groups: dict[int, list[int]] = {}
+    s1, s2, sf = [], [], []
+    for i, (fi, c) in enumerate(zip(f, ch)):
+        sk = int(src[fi]) * C + c
+        r1 = _row(ge1, sk)
+        if not r1:
+            raise _bad_send(p, t, fi, c)
+        s1.append(r1)
+        s2.append(_row(ge2, sk))
+        sf.append(int(first_dup[sk]))
+        groups.setdefault(int(dst[fi]) * C + c, []).append(i)
+    keys = sorted(groups)
+    for k in keys:
+        g = groups[k]
+        if len(g) > 1 and any(op[f[i]] == 1 for i in g):
+            raise _conflict(p, t, f[g[0]], k, len(g))
+    state = {}
+    for k in keys:
+        state[k] = (_row(ge1, k), _row(ge2, k))
+    undef = [groups[k][0] for k in keys if not state[k][0] and op[f[groups[k][0]]] == 0]
+    if undef:
+        i = min(undef)
+        raise _undefined(p, t, f[i], ch[i])
+    for k in keys:
+        g = groups[k]
+        a1, a2 = state[k]
+        inh = min((sf[i] for i in g if sf[i] >= 0), default=-1)
+        if op[f[g[0]]] == 1:
+            n1, n2, fd = s1[g[0]], s2[g[0]], inh
+        else:
+            n1, n2, or2 = a1, a2, 0
+            for i in g:
+                n2 |= s2[i] | (n1 & s1[i])
+                n1 |= s1[i]
+                or2 |= s2[i]
+            fd = int(first_dup[k])
+            if n2 and fd < 0:
+                fd = inh if inh >= 0 else t
+            if not origin and n2 & ~(a2 | or2):
+                held = a1
+                for i in g:
+                    if held & s1[i]:
+                        origin.append((t, f[i], k))
+                        break
+                    held |= s1[i]
+        ge1[k] = np.frombuffer(n1.to_bytes(W * 8, "little"), dtype=np.uint64)
+        ge2[k] = np.frombuffer(n2.to_bytes(W * 8, "little"), dtype=np.uint64)
+        first_dup[k] = fd
+        last_write[k] = t
