@@ -144,7 +144,7 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
             # two flows of the group bring overlapping parts
             made = (ov.any(axis=1) & ~gcopy) if not several else None
             if several:
-                made = ((b2 | (ov & ~gcopy[:, None])) & ~(a2 | ored2)).any(axis=1) & ~gcopy
+                made = ((b2 | ov) & ~(a2 | ored2)).any(axis=1) & ~gcopy
             g = np.flatnonzero(made)
             if g.size:
                 origin.append(_origin(p, t, f, o, first, int(g[0]), tu, a1, ge1[src_key]))
