@@ -109,3 +109,15 @@ def test_verify_failure_stays_exit_1_and_load_errors_exit_2(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("FAIL")
     f.write_text(json.dumps(_doc(collective="broadcast")))   # structurally wrong: no root
     _cli_error(capsys, ["pattern", "verify", str(f)], "root: broadcast needs a root")
+
+
+def test_show_and_verify_with_steps_near_2_31(tmp_path, capsys):
+    p = generate("ring", 4)
+    q = p.replace(step=p.step * (MAX_INDEX // int(p.step.max())))
+    f = tmp_path / "sparse.json"
+    f.write_text(json.dumps(to_dict(q)))
+    assert main(["pattern", "verify", str(f)]) == 0
+    assert f"{5 * (MAX_INDEX // 5) + 1} steps" in capsys.readouterr().out   # 1 + the largest step number
+    assert main(["pattern", "show", str(f), "--max-steps", str(10**9)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 + 6 and out[-1].startswith(f"  t{5 * (MAX_INDEX // 5)} ")

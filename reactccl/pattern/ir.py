@@ -456,11 +456,13 @@ class CollectivePattern:
                      + _summarise_sizes(self.chunk_size))
         order = np.lexsort((self.src, self.flow_graph, self.step))
         shown = 0
-        for t in range(self.num_steps):
+        steps = np.unique(self.step)   # steps with flows only: a step numbered 2^31 costs nothing
+        for t in steps.tolist():
             if max_steps is not None and shown >= max_steps:
-                lines.append(f"  ... {self.num_steps - shown} more steps")
+                lines.append(f"  ... {len(steps) - shown} more steps")
                 break
-            sel = order[self.step[order] == t]
+            lo, hi = np.searchsorted(self.step[order], [t, t + 1])
+            sel = order[lo:hi]
             parts = []
             for i in sel[:64]:
                 cs = self.chunk_idx[self.chunk_ptr[i]:self.chunk_ptr[i + 1]]
