@@ -92,7 +92,7 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
         StepError: naming flow, step, rank and chunk.
     """
     if len(f) <= SMALL_STEP:
-        _apply_small(p, t, f.tolist(), ch.tolist(), ge1, ge2, last_write, first_dup, origin)
+        _apply_small(p, t, f, ch, ge1, ge2, last_write, first_dup, origin)
         return
     C = p.num_chunks
     tgt = p.dst[f] * C + ch
@@ -180,30 +180,32 @@ def _row(a: np.ndarray, k: int) -> int:
     return int.from_bytes(a[k].tobytes(), "little")
 
 
-def _apply_small(p, t, f: list, ch: list, ge1, ge2, last_write, first_dup, origin) -> None:
-    """:func:`apply_step` for a few pairs: rows as Python integers (bit r = rank r)."""
+def _apply_small(p, t, f_arr, ch_arr, ge1, ge2, last_write, first_dup, origin) -> None:
+    """:func:`apply_step` for a few pairs: rows as Python integers (bit r = rank r); pair i
+    is flow ``f[i]`` (src ``srcs[i]``, dst ``dsts[i]``, op ``ops[i]``) carrying chunk ``ch[i]``."""
     C, W = p.num_chunks, ge1.shape[1]
-    src, dst, op = p.src, p.dst, p.op
+    f, ch = f_arr.tolist(), ch_arr.tolist()
+    srcs, dsts, ops = p.src[f_arr].tolist(), p.dst[f_arr].tolist(), p.op[f_arr].tolist()
     groups: dict[int, list[int]] = {}
     s1, s2, sf = [], [], []
-    for i, (fi, c) in enumerate(zip(f, ch)):
-        sk = int(src[fi]) * C + c
+    for i, c in enumerate(ch):
+        sk = srcs[i] * C + c
         r1 = _row(ge1, sk)
         if not r1:
-            raise _bad_send(p, t, fi, c)
+            raise _bad_send(p, t, f[i], c)
         s1.append(r1)
         s2.append(_row(ge2, sk))
         sf.append(int(first_dup[sk]))
-        groups.setdefault(int(dst[fi]) * C + c, []).append(i)
+        groups.setdefault(dsts[i] * C + c, []).append(i)
     keys = sorted(groups)
     for k in keys:
         g = groups[k]
-        if len(g) > 1 and any(op[f[i]] == 1 for i in g):
+        if len(g) > 1 and any(ops[i] == 1 for i in g):
             raise _conflict(p, t, f[g[0]], k, len(g))
     state = {}
     for k in keys:
         state[k] = (_row(ge1, k), _row(ge2, k))
-    undef = [groups[k][0] for k in keys if not state[k][0] and op[f[groups[k][0]]] == 0]
+    undef = [groups[k][0] for k in keys if not state[k][0] and ops[groups[k][0]] == 0]
     if undef:
         i = min(undef)
         raise _undefined(p, t, f[i], ch[i])
@@ -211,7 +213,7 @@ def _apply_small(p, t, f: list, ch: list, ge1, ge2, last_write, first_dup, origi
         g = groups[k]
         a1, a2 = state[k]
         inh = min((sf[i] for i in g if sf[i] >= 0), default=-1)
-        if op[f[g[0]]] == 1:
+        if ops[g[0]] == 1:
             n1, n2, fd = s1[g[0]], s2[g[0]], inh
         else:
             n1, n2, or2 = a1, a2, 0
