@@ -142,10 +142,8 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
         if not origin:
             # a double count arises here: the target already held part of what arrives, or
             # two flows of the group bring overlapping parts
-            made = (ov.any(axis=1) & ~gcopy) if not several else None
-            if several:
-                made = ((b2 | ov) & ~(a2 | ored2)).any(axis=1) & ~gcopy
-            g = np.flatnonzero(made)
+            made = ((b2 | ov) & ~(a2 | ored2)).any(axis=1) if several else ov.any(axis=1)
+            g = np.flatnonzero(made & ~gcopy)
             if g.size:
                 origin.append(_origin(p, t, f, o, first, int(g[0]), tu, a1, ge1[src_key]))
         if n_copy:
