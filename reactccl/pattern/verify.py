@@ -29,7 +29,8 @@ Semantics (the schema's; the runtime executes the same):
 Each (rank, chunk) keeps, per contributor, a count saturated at 2 (exact for
 this decision: a count never shrinks except by a copy that replaces it), in two
 bit-planes ``ge1`` (count >= 1) and ``ge2`` (count >= 2) packed in uint64
-words; no ``ge1`` bit is *undefined*. So a pattern that adds a contribution
+words (one ``(2, W)`` row per position, so a flow's read is one gather); no
+``ge1`` bit is *undefined*. So a pattern that adds a contribution
 twice fails like one that misses it, which REACT A.3's bit vectors cannot see.
 
 Memory: see :func:`verify_bytes` (about ``2 * N * C * ceil(N/64) * 8`` bytes of
@@ -165,8 +166,8 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> Ve
         raise PatternError(f"verify: exact check of {N} ranks x {C} chunks ({len(pf)} flow-chunk pairs, "
                            f"{widest} in the widest step) needs about {need / 2**30:.2f} GiB "
                            f"(limit {max_bytes / 2**30:.2f} GiB); use structural checks at this scale")
-    ge1 = np.zeros((N * C, W), dtype=np.uint64)
-    ge2 = np.zeros((N * C, W), dtype=np.uint64)
+    state = np.zeros((N * C, 2, W), dtype=np.uint64)   # both planes of a position in one row
+    ge1, ge2 = state[:, 0], state[:, 1]
     coll = p.collective
     owner = chunk_owner(p)
     if coll is Collective.ALLGATHER:
@@ -175,7 +176,7 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> Ve
         ge1[p.root * C:(p.root + 1) * C, p.root // 64] = np.uint64(1) << np.uint64(p.root % 64)
     else:   # every rank's own bit at all its chunks, without (N*C)-long index arrays
         r = np.arange(N)
-        ge1.reshape(N, C, W)[r, :, r // 64] = (np.uint64(1) << (r % 64).astype(np.uint64))[:, None]
+        state.reshape(N, C, 2, W)[r, :, 0, r // 64] = (np.uint64(1) << (r % 64).astype(np.uint64))[:, None]
     last_write = np.full(N * C, -1, dtype=np.int64)
     first_dup = np.full(N * C, -1, dtype=np.int64)
     origin: list[tuple[int, int, int]] = []   # (step, flow, target key) of the first double count made
@@ -183,7 +184,7 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> Ve
     for a, b in zip(starts.tolist(), ends.tolist()):
         t = int(step_sorted[a])
         try:
-            apply_step(p, t, sel_f[a:b], sel_c[a:b], ge1, ge2, last_write, first_dup, origin)
+            apply_step(p, t, sel_f[a:b], sel_c[a:b], state, last_write, first_dup, origin)
         except StepError as e:
             raise VerificationError(str(e), rank=e.rank, chunk=e.chunk, step=e.step, reason=e.reason,
                                     flow=e.flow) from None

@@ -1,7 +1,7 @@
 """One step of :func:`reactccl.pattern.verify`: apply a step's flows to the contribution state.
 
-The state is two bit-planes ``ge1``/``ge2`` of shape ``(N*C, W)`` (uint64), row
-``rank * C + chunk``: bit ``r`` of ``ge1`` says rank r's contribution is in the
+The state is two bit-planes ``ge1``/``ge2`` held as one uint64 array of shape
+``(N*C, 2, W)`` (``state[:, 0]`` is ge1), row ``rank * C + chunk``: bit ``r`` of ``ge1`` says rank r's contribution is in the
 value at least once, of ``ge2`` at least twice. A row with no ``ge1`` bit is
 *undefined* (the rank holds nothing meaningful there yet). See verify.py for the
 semantics; this module only carries them out, in time linear in the step's
@@ -75,7 +75,7 @@ def _undefined(p, t: int, fi: int, c: int) -> StepError:
                      "reduce into an undefined value")
 
 
-def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: np.ndarray,
+def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, state: np.ndarray,
                last_write: np.ndarray, first_dup: np.ndarray, origin: list) -> None:
     """Apply the pairs ``(f[i], ch[i])`` (flow, chunk) of step ``t`` to the state, in place.
 
@@ -92,19 +92,22 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
         StepError: naming flow, step, rank and chunk.
     """
     if len(f) <= SMALL_STEP:
-        _apply_small(p, t, f, ch, ge1, ge2, last_write, first_dup, origin)
+        _apply_small(p, t, f, ch, state[:, 0], state[:, 1], last_write, first_dup, origin)
         return
     C = p.num_chunks
+    # only allgather and broadcast start with undefined values; the others never hold one
+    undefined_possible = p.collective.value in ("allgather", "broadcast")
     tgt = p.dst[f] * C + ch
     o = np.argsort(tgt, kind="stable")      # pairs grouped by target, given order inside a group
     tgt_s = tgt[o]
     src_key = p.src[f[o]] * C + ch[o]
-    s1 = ge1[src_key]
-    s2 = ge2[src_key]
-    empty = ~s1.any(axis=1)
-    if empty.any():
-        i = int(np.min(o[empty]))
-        raise _bad_send(p, t, int(f[i]), int(ch[i]))
+    s = state[src_key]
+    s1, s2 = s[:, 0], s[:, 1]
+    if undefined_possible:
+        empty = ~s1.any(axis=1)
+        if empty.any():
+            i = int(np.min(o[empty]))
+            raise _bad_send(p, t, int(f[i]), int(ch[i]))
     is_copy = p.op[f[o]] == 1
     start = np.empty(len(o), dtype=bool)
     start[0] = True
@@ -119,12 +122,13 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
             g = int(bad[0])
             raise _conflict(p, t, int(f[o[first[g]]]), int(tu[g]), int(mult[g]))
     gcopy = is_copy[first]               # a group with a copy has just that flow
-    a1 = ge1[tu]
-    undef = ~a1.any(axis=1) & ~gcopy
-    if undef.any():
-        i = int(np.min(o[first[undef]]))   # the first such pair in the given order
-        raise _undefined(p, t, int(f[i]), int(ch[i]))
-    a2 = ge2[tu]
+    a = state[tu]
+    a1, a2 = a[:, 0], a[:, 1]
+    if undefined_possible:
+        undef = ~a1.any(axis=1) & ~gcopy
+        if undef.any():
+            i = int(np.min(o[first[undef]]))   # the first such pair in the given order
+            raise _undefined(p, t, int(f[i]), int(ch[i]))
     several = len(tu) < len(o)
     inh = first_dup[src_key]
     if several:
@@ -135,7 +139,7 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
         b1, b2 = group_sum(start, s1, s2)
     else:
         b1, b2 = s1, s2                  # one flow per target: its value is the group's sum
-    del s1, s2
+    del s1, s2, a
     n_copy = int(np.count_nonzero(gcopy))
     if n_copy < len(tu):                 # reduce groups add what the target holds
         ov = a1 & b1
@@ -145,7 +149,7 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
             made = ((b2 | ov) & ~(a2 | ored2)).any(axis=1) if several else ov.any(axis=1)
             g = np.flatnonzero(made & ~gcopy)
             if g.size:
-                origin.append(_origin(p, t, f, o, first, int(g[0]), tu, a1, ge1[src_key]))
+                origin.append(_origin(p, t, f, o, first, int(g[0]), tu, a1, state[src_key, 0]))
         if n_copy:
             keep = np.where(gcopy, np.uint64(0), np.uint64(ALL))[:, None]
             b2 |= keep & (a2 | ov)
@@ -156,8 +160,10 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, ge1: np.ndarray, ge2: n
     fd = first_dup[tu]
     has2 = b2.any(axis=1)
     fd = np.where(gcopy, inh, np.where(has2 & (fd < 0), np.where(inh >= 0, inh, t), fd))
-    ge1[tu] = b1
-    ge2[tu] = b2
+    if several:
+        s = np.empty((len(tu), 2, state.shape[2]), dtype=np.uint64)
+        s[:, 0], s[:, 1] = b1, b2
+    state[tu] = s                        # (b1, b2 are views of s where one flow per target)
     first_dup[tu] = fd
     last_write[tu] = t
 
