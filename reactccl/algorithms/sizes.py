@@ -10,8 +10,8 @@ binomial, recursive doubling and rabenseifner at 256-4096 ranks), plus what
 :func:`reactccl.pattern.verify` needs at least (its bit-planes, see
 :func:`reactccl.pattern.verify_bytes`).
 
-The counts are exact for the generators here at the sizes checked (tests/test_generate_guard.py
-compares them with generated patterns); unknown generators get no estimate.
+The counts bound the generated patterns from above, within 2x (tests/test_generate_guard.py
+compares them with every generator's output); unknown generators get no estimate.
 """
 
 from __future__ import annotations
