@@ -126,3 +126,57 @@ def test_allgather_extra_data_and_large_rank_ids():
         for i in range(n):
             b.flow(t, i, (i + 1) % n, [(i - t) % n], "copy")
     verify(b.build())
+
+
+def test_reduce_into_an_undefined_value_is_rejected_naming_flow_step_rank_chunk():
+    # ring AllGather with reduces: rank 1 does not hold chunk 0 (rank 0's block) before step 0
+    from reactccl.algorithms import generate
+    p = generate("ring-allgather", 4)
+    bad = p.replace(op=np.zeros(p.num_flows, dtype=np.int8))
+    with pytest.raises(VerificationError, match=r"step 0: flow \d+ \(0->1\) reduces chunk 0 into rank 1, whose "
+                                                r"value there is undefined") as e:
+        verify(bad)
+    f = e.value.flow
+    assert (e.value.step, e.value.rank, e.value.chunk) == (0, 1, 0)
+    assert (p.step[f], p.src[f], p.dst[f]) == (0, 0, 1) and e.value.reason == "reduce into an undefined value"
+    # Broadcast: only the root holds anything before the first write
+    b = PatternBuilder("broadcast", 3, root=2)
+    c = b.chunk(1.0, 0)
+    b.flow(0, 2, 0, [c], "copy")
+    b.flow(1, 2, 1, [c], "reduce")
+    with pytest.raises(VerificationError, match="step 1: flow 1 \\(2->1\\) reduces chunk 0 into rank 1") as e:
+        verify(b.build())
+    assert (e.value.flow, e.value.step, e.value.rank, e.value.chunk) == (1, 1, 1, 0)
+
+
+def test_a_copy_defines_the_value_a_later_reduce_adds_to():
+    # AllGather on 2 ranks by copies verifies; a later reduce into the (now defined) value is
+    # allowed by the step rules and double counts, which the final check names
+    b = PatternBuilder("allgather", 2)
+    c0, c1 = b.chunk(0.5, 0), b.chunk(0.5, 0)
+    b.flow(0, 0, 1, [c0], "copy")
+    b.flow(0, 1, 0, [c1], "copy")
+    verify(b.build())
+    b.flow(1, 0, 1, [c0], "reduce")
+    with pytest.raises(VerificationError, match="rank 1, chunk 0: contribution of rank 0 counted twice"):
+        verify(b.build())
+
+
+def test_several_reduces_into_an_undefined_value_in_one_step_are_rejected():
+    b = PatternBuilder("allgather", 3)
+    for _ in range(3):
+        b.chunk(1 / 3, 0)
+    b.flow(0, 0, 2, [0], "reduce")
+    b.flow(0, 1, 2, [1], "copy")
+    with pytest.raises(VerificationError, match="flow 0 \\(0->2\\) reduces chunk 0 into rank 2"):
+        verify(b.build())
+
+
+def test_send_of_an_undefined_value_names_the_flow():
+    b = PatternBuilder("broadcast", 3, root=0)
+    c = b.chunk(1.0, 0)
+    b.flow(0, 0, 1, [c], "copy")
+    b.flow(0, 2, 1, [c], "copy")
+    with pytest.raises(VerificationError, match="step 0: flow 1 \\(2->1\\) sends chunk 0 but rank 2 does not hold") as e:
+        verify(b.build())
+    assert (e.value.flow, e.value.rank, e.value.step) == (1, 2, 0)

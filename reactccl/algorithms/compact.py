@@ -219,6 +219,22 @@ COMPACT_GENERATORS: dict[str, Callable[..., CompactSchedule]] = {
 """Generators with a compact form: name -> ``f(geom, **options)``."""
 
 
+def tree_route_links(geom: TorusGeometry, k: int | None = None) -> int:
+    """Total hop count of the transversal routes of k-SP-allreduce (``k=None``: SP-allreduce,
+    the BFS tree) on an equal-sided torus, from the distance profile alone (no tree built):
+    ``2 phases x 2d point-group elements x W(T)``, W(T) the tree's summed edge lengths
+    (``p - 1`` for the BFS tree, :func:`~reactccl.algorithms.kspt.layer_thresholds` for k).
+    Lets callers refuse a sweep whose routes would not fit before any work."""
+    from .kspt import layer_thresholds
+    p = geom.num_nodes
+    if k is None or k >= geom.diameter:
+        W = p - 1
+    else:
+        dist = np.abs(geom.offsets(np.zeros(p, dtype=np.int64), np.arange(p))).sum(axis=1)
+        _, W = layer_thresholds(np.bincount(dist, minlength=geom.diameter + 1), k)
+    return 4 * geom.d * int(W)
+
+
 def compact_schedule(name: str, num_ranks: int, shape: Sequence[int] | None = None, dims: int = 2,
                      **options) -> CompactSchedule:
     """The checked compact form of generator ``name`` on the torus ``shape``.

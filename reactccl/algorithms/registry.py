@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..pattern import CollectivePattern, PatternError, verify
+from ..pattern.verify import DEFAULT_MAX_BYTES
+from .sizes import generate_bytes, pattern_size
 
 __all__ = ["Generator", "register", "generate", "checked_options", "options", "get", "names", "REGISTRY"]
 
@@ -55,22 +57,34 @@ def names() -> list[str]:
     return sorted(REGISTRY)
 
 
-def generate(name: str, num_ranks: int, check: bool = True, **options) -> CollectivePattern:
+def generate(name: str, num_ranks: int, check: bool = True, max_bytes: int = DEFAULT_MAX_BYTES,
+             **options) -> CollectivePattern:
     """Generate pattern ``name`` for ``num_ranks`` ranks and verify it.
 
     Option values given as text (from a command line) are converted by the
     generator's annotations: ``"4"`` to an int, ``"0.5"`` to a float, ``"true"`` to a
     bool, a shape ``"8x4"``, ``"8,4"``, ``"(8, 4)"`` or ``[8, 4]`` to ``(8, 4)``.
 
+    Before generating, the pattern's size is estimated (:mod:`reactccl.algorithms.sizes`)
+    and a request whose generation (and verification) would take more than ``max_bytes``
+    is refused with the estimate named.
+
     Raises:
         PatternError: unknown name, an unknown option or one of the wrong type (naming
-            the option and value), arguments the generator refuses, or a generated
-            pattern that fails :func:`reactccl.pattern.verify` (a bug, reported loudly).
+            the option and value), arguments the generator refuses, a pattern too large
+            to build within ``max_bytes``, or a generated pattern that fails
+            :func:`reactccl.pattern.verify` (a bug, reported loudly).
     """
     gen = get(name)
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
         raise PatternError(f"num_ranks: expected an integer >= 1, got {num_ranks!r}")
     options = checked_options(name, options)
+    need = generate_bytes(name, num_ranks, options, check)
+    if need is not None and need > max_bytes:
+        chunks, pairs = pattern_size(name, num_ranks, options)
+        raise PatternError(f"{name} with {num_ranks} ranks: about {pairs:,} flow-chunk pairs over {chunks:,} chunks "
+                           f"need about {_gib(need)} to generate{' and verify' if check else ''} "
+                           f"(limit {_gib(max_bytes)}); refused before generating")
     try:
         pattern = gen.func(num_ranks, **options)
     except ValueError as e:  # a generator's own argument checks (e.g. a torus side below 3)
@@ -78,6 +92,14 @@ def generate(name: str, num_ranks: int, check: bool = True, **options) -> Collec
     if check:
         verify(pattern)
     return pattern
+
+
+def _gib(b: float) -> str:
+    """Bytes in readable binary units (MiB, GiB, TiB, PiB)."""
+    for unit, k, least in (("PiB", 50, 1.0), ("TiB", 40, 1.0), ("GiB", 30, 0.1)):
+        if b >= 2**k * least:
+            return f"{b / 2**k:.1f} {unit}"
+    return f"{b / 2**20:.0f} MiB"
 
 
 def checked_options(name: str, options: dict) -> dict:

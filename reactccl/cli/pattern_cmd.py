@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..algorithms import REGISTRY, generate, names
 from ..algorithms.registry import options as generator_options
-from ..pattern import PatternError, dumps, load, verify
+from ..pattern import PatternError, VerificationError, dumps, verify
 from ..pattern.files import load_pattern
 from .pattern_io_cmd import add_io_parsers
 
@@ -46,15 +46,10 @@ def parse_options(items: list[str] | None, typed: bool = False) -> dict:
     return out
 
 
-def load(path) -> object:  # noqa: F811 - a pattern file of either kind, JSON read as given (verify checks it)
-    """``reactccl.pattern/1`` JSON (not verified here) or MSCCL XML (imported, hence verified)."""
-    return load_pattern(path, check=False)
-
-
 def _load_or_generate(args) -> object:
     target = args.target
     if Path(target).exists():
-        return load(target)
+        return load_pattern(target, check=False)   # JSON or MSCCL XML (XML is checked on import)
     if args.ranks is None:
         raise PatternError(f"{target!r} is neither a file nor used with --ranks N "
                            f"(algorithms: {', '.join(names())})")
@@ -73,9 +68,10 @@ def _cmd_generate(args) -> int:
 
 
 def _cmd_verify(args) -> int:
+    p = load_pattern(args.file, check=False)   # not a pattern, or too large: error (exit 2), not FAIL
     try:
-        r = verify(load(args.file))
-    except PatternError as e:
+        r = verify(p)
+    except VerificationError as e:
         print(f"FAIL {args.file}: {e}")
         return 1
     print(f"OK {args.file}: {r.collective} on {r.num_ranks} ranks, {r.num_chunks} chunks, "

@@ -23,7 +23,7 @@ from ..algorithms import generate
 from ..algorithms.torus_common import pack
 from ..cost.deficiency import deficiency, round_times
 from ..cost.symmetric import compact_deficiency
-from ..experiments.sp_goodput import VERIFY_LIMIT
+from ..experiments.sp_goodput import VERIFY_LIMIT, check_tree_sweep
 from ..pattern import PatternError
 from ..experiments.sp_figures import OPTIONS, fmt_size
 from ..topology import UnitError
@@ -203,6 +203,8 @@ def _ksp(args) -> int:
     ks = _int_list(args.ks, "--ks") if args.ks else list(range(1, geom.diameter + 1))
     if fab.num_nodes <= VERIFY_LIMIT:
         _size_guard("k-sp-allreduce", fab, args.max_memory)  # beyond: by symmetry, nothing materialised
+    else:
+        check_tree_sweep(fab, ks)   # ... but the routes are: refused up front when they would not fit
     rows = []
     for k in ks:  # everything computed before the table is printed
         parent, L, W = ksp_tree(geom, k)

@@ -22,20 +22,48 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..pattern import Collective
+from ..pattern import Collective, PatternError
+from ..pattern.verify import DEFAULT_MAX_BYTES
 from .deficiency import Deficiency, from_round_loads, min_volume
 
-__all__ = ["compact_deficiency"]
+__all__ = ["compact_deficiency", "route_bytes", "links_bytes", "BYTES_PER_ROUTE_LINK"]
+
+# Peak bytes of compact_deficiency per link of the transversal's routes (route arrays, coordinates,
+# orbit keys): 80-101 B measured with tracemalloc on k-SP (k=1,2,5), SP, Bucket, Swing-B, Trivance-B at 40x40 and 80x80
+# (tests/test_generate_guard.py keeps the estimate above the measured peak).
+BYTES_PER_ROUTE_LINK = 112
 
 
-def compact_deficiency(cs) -> Deficiency:
+def route_bytes(cs) -> tuple[int, int]:
+    """``(links, bytes)``: the total hop count of ``cs``'s transversal routes (computed from
+    the offsets, without routing) and :func:`compact_deficiency`'s peak estimate for it."""
+    off = cs.geom.offsets(np.asarray(cs.src, dtype=np.int64), np.asarray(cs.dst, dtype=np.int64))
+    links = int(np.abs(off).sum())
+    return links, links_bytes(links, len(cs.step))
+
+
+def links_bytes(links: int, flows: int = 0) -> int:
+    """:func:`compact_deficiency`'s peak bytes for routes of ``links`` hops over ``flows`` flows."""
+    return BYTES_PER_ROUTE_LINK * int(links) + 64 * int(flows) + (1 << 20)
+
+
+def compact_deficiency(cs, max_bytes: int = DEFAULT_MAX_BYTES) -> Deficiency:
     """Deficiency (message normalised to 1) of a
     :class:`~reactccl.algorithms.compact.CompactSchedule` on its torus with dimension-order
     routes, as :func:`~reactccl.cost.deficiency.deficiency` gives for the full pattern.
 
+    Args:
+        max_bytes: refuse (before routing) when :func:`route_bytes` estimates more.
+
     Raises:
+        PatternError: the routes would take more than ``max_bytes`` (the estimate is named).
         ValueError: a period that does not divide its side, or a flow from a node to itself.
     """
+    links, need = route_bytes(cs)
+    if need > max_bytes:
+        raise PatternError(f"{cs.name}: its {len(cs.step):,} transversal "
+                           f"flows route over {links:,} links, about {need / 2**30:.1f} GiB to evaluate "
+                           f"(limit {max_bytes / 2**30:.1f} GiB); refused before routing")
     geom, period = cs.geom, np.asarray(cs.period, dtype=np.int64)
     if len(period) != geom.d or (period < 1).any() or (geom.sides % period).any():
         raise ValueError(f"period {tuple(period)} must divide the torus sides {geom.shape}")

@@ -33,16 +33,17 @@ import numpy as np
 
 from ..algorithms import generate
 from ..algorithms.registry import checked_options
-from ..algorithms.compact import COMPACT_GENERATORS, compact_schedule
+from ..algorithms.compact import COMPACT_GENERATORS, compact_schedule, tree_route_links
 from ..algorithms.sp_check import check_tree_family
 from ..algorithms.torus_common import pack
 from ..cost.deficiency import deficiency, round_times
-from ..cost.symmetric import compact_deficiency
+from ..cost.symmetric import compact_deficiency, links_bytes
 from ..pattern import CollectivePattern, PatternError, verify
+from ..pattern.verify import DEFAULT_MAX_BYTES
 from ..topology.torus import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE, HyperXGeometry, SpineLeafGeometry,
                               TorusGeometry, fabric_topology)
 
-__all__ = ["Fabric", "SIZES", "Variant", "family_variants", "torus_ks", "NETSIM_KS", "check_sizes", "GoodputRun", "goodput_sweep", "compact_form", "VERIFY_LIMIT",
+__all__ = ["Fabric", "SIZES", "Variant", "family_variants", "torus_ks", "NETSIM_KS", "check_sizes", "check_tree_sweep", "GoodputRun", "goodput_sweep", "compact_form", "VERIFY_LIMIT",
            "NETSIM_LIMIT"]
 
 KIB, MIB = 1024, 1024 * 1024
@@ -163,6 +164,28 @@ def compact_form(name: str, fabric: Fabric, options: dict | None = None):
         return compact_schedule(name, fabric.num_nodes, shape=fabric.shape, **opts)
     except PatternError:
         return None
+
+
+def check_tree_sweep(fabric: Fabric, ks: list[int], sp: bool = False, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Refuse, before any work, a by-symmetry sweep of k-SP over ``ks`` (and SP with ``sp``)
+    on ``fabric`` whose largest routes (the smallest k) would need more than ``max_bytes``.
+
+    Raises:
+        PatternError: naming the variant, its route hops and the estimate.
+    """
+    if fabric.kind != "torus" or len(set(fabric.shape)) != 1 or fabric.num_nodes <= VERIFY_LIMIT:
+        return
+    geom = fabric.geometry()
+    worst = [("k-SP k=%d" % min(ks), min(ks))] if ks else []
+    if sp:
+        worst.append(("SP", None))
+    for label, k in worst:
+        links = tree_route_links(geom, k)
+        need = links_bytes(links)
+        if need > max_bytes:
+            raise PatternError(f"{label} on {fabric.label}: its transversal routes cover {links:,} links, about "
+                               f"{need / 2**30:.1f} GiB to evaluate by symmetry (limit {max_bytes / 2**30:.1f} GiB); "
+                               f"refused before starting (fewer ranks, or larger k with --ks)")
 
 
 def torus_ks(shape: tuple[int, ...], ks: list[int] | None = None) -> list[int]:
@@ -322,6 +345,8 @@ def goodput_sweep(fabric: Fabric, families: list[str], sizes: list[int] | None =
     geom = fabric.geometry()
     bound = fabric.bound(link_rate)
     rows, skipped, flows, by_symmetry = [], {}, 0, []
+    if engine == "model" and p > VERIFY_LIMIT and fabric.kind == "torus":
+        check_tree_sweep(fabric, torus_ks(fabric.shape, ks) if "k-SP" in families else [], sp="SP" in families)
     variants = family_variants(fabric, families, ks)
     for var in variants:
         tv = time.perf_counter()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .io import dumps, loads
+from .io import MAX_FILE_BYTES, dumps, loads, read_bounded
 from .ir import CollectivePattern
+from .types import PatternError
 from .msccl_export import to_msccl_xml
-from .msccl_import import from_msccl_xml, is_msccl_xml
+from .msccl_import import from_msccl_xml
 from .verify import verify
 
 __all__ = ["load_pattern", "save_pattern"]
@@ -18,14 +19,21 @@ def load_pattern(path: str | Path, check: bool = True) -> CollectivePattern:
     :func:`reactccl.pattern.msccl_import.from_msccl_xml`), else ``reactccl.pattern/1`` JSON
     (verified too unless ``check=False``).
 
+    The file is read with the same bound as :func:`reactccl.pattern.io.load` (at most
+    ``MAX_FILE_BYTES``, invalid UTF-8 named).
+
     Raises:
         OSError: the file cannot be read.
-        PatternError: malformed, or not computing its collective (naming rank, chunk, step).
+        PatternError: too large, malformed, or not computing its collective (naming rank, chunk, step).
     """
-    text = Path(path).read_text()
-    if is_msccl_xml(text):
+    data = read_bounded(path, MAX_FILE_BYTES)
+    if data.lstrip()[:1] == b"<":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PatternError(f"{path}: not valid UTF-8: byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
         return from_msccl_xml(text, name=Path(path).stem)
-    p = loads(text)
+    p = loads(data)
     if check:
         verify(p)
     return p

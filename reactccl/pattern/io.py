@@ -8,21 +8,30 @@ Document::
      "flows": [{"step": 0, "src": 1, "dst": 2, "chunks": [0], "op": "reduce"}, ...]}
 
 Every field is required; unknown fields and wrong types are errors that name
-the field and index (e.g. ``flows[12].dst``).
+the field and index (e.g. ``flows[12].dst``). Hostile input gets the same kind of
+one-line :class:`PatternError`: a file over :data:`MAX_FILE_BYTES` (checked while
+reading, so ``/dev/zero`` is refused too), bytes that are not UTF-8, nesting deeper
+than the JSON parser allows, and integers outside their field's range (ranks,
+chunk ids, steps and graph ids below 2^31, see :data:`reactccl.pattern.ir.MAX_INDEX`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .ir import CollectivePattern
+from .ir import MAX_INDEX, CollectivePattern
 from .types import Collective, Op, PatternError
 
-__all__ = ["SCHEMA", "to_dict", "from_dict", "dumps", "loads", "save", "load"]
+__all__ = ["SCHEMA", "MAX_FILE_BYTES", "read_bounded", "to_dict", "from_dict", "dumps", "loads", "save", "load"]
+
+# The largest pattern file read: parsing takes ~15 bytes of Python objects per byte of JSON, so
+# this keeps a load near 4 GB; a 1024-rank ring (2M flows) is ~130 MB.
+MAX_FILE_BYTES = 256 << 20
 
 SCHEMA = "reactccl.pattern/1"
 _TOP = ("schema", "name", "collective", "root", "num_ranks", "chunks", "flows")
@@ -42,16 +51,28 @@ def to_dict(p: CollectivePattern) -> dict[str, Any]:
             "num_ranks": p.num_ranks, "chunks": chunks, "flows": flows}
 
 
-def _int(v: Any, where: str) -> int:
+def _int(v: Any, where: str, lo: int = 0, hi: int = MAX_INDEX) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise PatternError(f"{where}: expected an integer, got {type(v).__name__} {v!r}")
+        raise PatternError(f"{where}: expected an integer, got {type(v).__name__} {_short(v)}")
+    if not lo <= v <= hi:
+        raise PatternError(f"{where}: {_short(v)} is out of range {lo}..{hi}")
     return v
 
 
 def _num(v: Any, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise PatternError(f"{where}: expected a number, got {type(v).__name__} {v!r}")
+        raise PatternError(f"{where}: expected a number, got {type(v).__name__} {_short(v)}")
+    if isinstance(v, int) and not -1e300 < v < 1e300:
+        raise PatternError(f"{where}: {_short(v)} is out of range")
     return float(v)
+
+
+def _short(v: Any) -> str:
+    """``repr(v)`` cut to 60 characters (a hostile value may be megabytes long)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 190:
+        return f"an integer of {v.bit_length()} bits"
+    r = repr(v) if not isinstance(v, (list, dict)) else f"a {type(v).__name__} of {len(v)}"
+    return r if len(r) <= 60 else r[:57] + "..."
 
 
 def _fields(obj: Any, names: tuple[str, ...], where: str) -> None:
@@ -83,8 +104,8 @@ def from_dict(doc: Any) -> CollectivePattern:
     except ValueError:
         raise PatternError(f"collective: unknown collective {doc['collective']!r}; expected one of "
                            f"{[c.value for c in Collective]}") from None
-    root = None if doc["root"] is None else _int(doc["root"], "root")
-    n = _int(doc["num_ranks"], "num_ranks")
+    n = _int(doc["num_ranks"], "num_ranks", 1)
+    root = None if doc["root"] is None else _int(doc["root"], "root", 0, n - 1)
     if not isinstance(doc["chunks"], list):
         raise PatternError("chunks: expected a list")
     if not isinstance(doc["flows"], list):
@@ -93,10 +114,10 @@ def from_dict(doc: Any) -> CollectivePattern:
     for i, c in enumerate(doc["chunks"]):
         w = f"chunks[{i}]"
         _fields(c, _CHUNK, w)
-        if _int(c["id"], w + ".id") != i:
+        if _int(c["id"], w + ".id", -MAX_INDEX) != i:
             raise PatternError(f"{w}.id: expected {i} (ids are 0..C-1 in order), got {c['id']}")
         sizes.append(_num(c["size"], w + ".size"))
-        graphs.append(_int(c["graph"], w + ".graph"))
+        graphs.append(_int(c["graph"], w + ".graph", -MAX_INDEX))
     F = len(doc["flows"])
     step = np.empty(F, dtype=np.int64)
     src = np.empty(F, dtype=np.int64)
@@ -107,15 +128,15 @@ def from_dict(doc: Any) -> CollectivePattern:
     for i, f in enumerate(doc["flows"]):
         w = f"flows[{i}]"
         _fields(f, _FLOW, w)
-        step[i] = _int(f["step"], w + ".step")
-        src[i] = _int(f["src"], w + ".src")
-        dst[i] = _int(f["dst"], w + ".dst")
+        step[i] = _int(f["step"], w + ".step", -MAX_INDEX)
+        src[i] = _int(f["src"], w + ".src", -MAX_INDEX)   # in 0..N-1: checked by the IR, naming the rank
+        dst[i] = _int(f["dst"], w + ".dst", -MAX_INDEX)
         if not isinstance(f["chunks"], list):
             raise PatternError(f"{w}.chunks: expected a list of chunk ids")
-        idx.extend(_int(c, f"{w}.chunks[{j}]") for j, c in enumerate(f["chunks"]))
+        idx.extend(_int(c, f"{w}.chunks[{j}]", -MAX_INDEX) for j, c in enumerate(f["chunks"]))
         ptr[i + 1] = len(idx)
         if not isinstance(f["op"], str) or f["op"] not in ("reduce", "copy"):
-            raise PatternError(f"{w}.op: expected 'reduce' or 'copy', got {f['op']!r}")
+            raise PatternError(f"{w}.op: expected 'reduce' or 'copy', got {_short(f['op'])}")
         op[i] = Op(f["op"]).code
     return CollectivePattern.from_arrays(coll, n, sizes, graphs, step, src, dst, op, ptr,
                                          np.asarray(idx, dtype=np.int64), root=root, name=doc["name"])
@@ -133,12 +154,25 @@ def dumps(p: CollectivePattern, indent: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def loads(text: str) -> CollectivePattern:
-    """Parse a JSON string (see :func:`from_dict`)."""
+def loads(text: str | bytes) -> CollectivePattern:
+    """Parse a JSON string or UTF-8 bytes (see :func:`from_dict`).
+
+    Raises:
+        PatternError: not UTF-8, not JSON, nested deeper than the parser allows,
+            or a malformed pattern (naming the field and index).
+    """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PatternError(f"not valid UTF-8: byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise PatternError(f"not valid JSON: {e}") from None
+    except RecursionError:
+        raise PatternError("not a pattern: JSON nested deeper than the parser allows "
+                           "(a pattern nests 4 levels: document, flows, flow, chunks)") from None
     return from_dict(doc)
 
 
@@ -147,6 +181,35 @@ def save(p: CollectivePattern, path: str | Path) -> None:
     Path(path).write_text(dumps(p))
 
 
-def load(path: str | Path) -> CollectivePattern:
-    """Read a pattern from a JSON file."""
-    return loads(Path(path).read_text())
+def read_bounded(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """Read at most ``max_bytes`` bytes of a pattern file (JSON or MSCCL XML).
+
+    The size is checked before reading and enforced while reading (a device or
+    pipe has no size to stat).
+
+    Raises:
+        PatternError: the file is larger than ``max_bytes``.
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+        except OSError:
+            size = 0
+        if size > max_bytes:
+            raise PatternError(f"{path}: {size} bytes is larger than the {max_bytes >> 20} MiB a pattern file may be")
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise PatternError(f"{path}: more than the {max_bytes >> 20} MiB a pattern file may be "
+                           f"(stopped reading there)")
+    return data
+
+
+def load(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> CollectivePattern:
+    """Read a pattern from a JSON file of at most ``max_bytes`` bytes (see :func:`read_bounded`).
+
+    Raises:
+        PatternError: the file is larger than ``max_bytes`` or not a pattern (see :func:`loads`).
+        OSError: the file cannot be read.
+    """
+    return loads(read_bounded(path, max_bytes))

@@ -19,9 +19,14 @@ import numpy as np
 
 from .types import Chunk, Collective, Flow, Op, PatternError
 
-__all__ = ["CollectivePattern"]
+__all__ = ["CollectivePattern", "MAX_INDEX"]
 
 SIZE_TOL = 1e-9
+# Ranks, chunk ids, chunk-graph ids and steps are below 2^31, so the products the IR forms of
+# them (e.g. (rank * C + chunk) keys) fit in int64 (:meth:`CollectivePattern.dependencies`).
+MAX_INDEX = (1 << 31) - 1
+# degrees() refuses to build (T, N) tables larger than this many bytes
+MAX_DEGREE_BYTES = 1 << 30
 
 
 def _as_int_array(values, name: str) -> np.ndarray:
@@ -115,8 +120,9 @@ class CollectivePattern:
             raise PatternError(
                 f"collective: unknown collective {collective!r}; expected one of "
                 f"{[c.value for c in Collective]}") from None
-        if isinstance(num_ranks, bool) or not isinstance(num_ranks, (int, np.integer)) or num_ranks < 1:
-            raise PatternError(f"num_ranks: expected an integer >= 1, got {num_ranks!r}")
+        if (isinstance(num_ranks, bool) or not isinstance(num_ranks, (int, np.integer))
+                or not 1 <= num_ranks <= MAX_INDEX):
+            raise PatternError(f"num_ranks: expected an integer in 1..{MAX_INDEX}, got {num_ranks!r}")
         self.num_ranks = int(num_ranks)
         self.root = None if root is None else int(root)
         self.name = str(name)
@@ -155,9 +161,9 @@ class CollectivePattern:
         bad = np.flatnonzero(~(self.chunk_size > 0) | ~(self.chunk_size <= 1 + SIZE_TOL))
         if bad.size:
             raise PatternError(f"chunks[{bad[0]}].size: must be in (0, 1], got {self.chunk_size[bad[0]]}")
-        bad = np.flatnonzero(self.chunk_graph < 0)
+        bad = np.flatnonzero((self.chunk_graph < 0) | (self.chunk_graph > MAX_INDEX))
         if bad.size:
-            raise PatternError(f"chunks[{bad[0]}].graph: must be >= 0, got {self.chunk_graph[bad[0]]}")
+            raise PatternError(f"chunks[{bad[0]}].graph: must be in 0..{MAX_INDEX}, got {self.chunk_graph[bad[0]]}")
         total = float(self.chunk_size.sum())
         if abs(total - 1.0) > 1e-6:
             raise PatternError(f"chunks: sizes must sum to 1 (the whole message), they sum to {total:.9g}")
@@ -180,6 +186,10 @@ class CollectivePattern:
         bad = np.flatnonzero(self.step < 0)
         if bad.size:
             raise PatternError(f"flows[{bad[0]}].step: must be >= 0, got {self.step[bad[0]]}")
+        bad = np.flatnonzero(self.step > MAX_INDEX)
+        if bad.size:
+            raise PatternError(f"flows[{bad[0]}].step: must be <= {MAX_INDEX} (steps are logical times; "
+                               f"number them densely), got {self.step[bad[0]]}")
         bad = np.flatnonzero((self.op != 0) & (self.op != 1))
         if bad.size:
             raise PatternError(f"flows[{bad[0]}].op: unknown op code {self.op[bad[0]]}")
@@ -284,10 +294,18 @@ class CollectivePattern:
         Returns:
             ``(indeg, outdeg)``, each of shape ``(T, N)``, or ``(G, T, N)`` with
             ``per_graph=True`` where G = 1 + the largest chunk-graph id.
+
+        Raises:
+            PatternError: the two tables would take more than 1 GiB (steps numbered
+                far apart, e.g. near 2^31); the size is named.
         """
         T, N = max(self.num_steps, 1), self.num_ranks
+        G = int(self.chunk_graph.max()) + 1 if per_graph else 1
+        need = 2 * 8 * G * T * N
+        if need > MAX_DEGREE_BYTES:
+            raise PatternError(f"degrees: {G} graph(s) x {T} steps x {N} ranks need {need / 2**30:.1f} GiB of "
+                               f"tables (limit {MAX_DEGREE_BYTES / 2**30:.0f} GiB); are the steps numbered densely?")
         if per_graph:
-            G = int(self.chunk_graph.max()) + 1
             base = self.flow_graph * (T * N) + self.step * N
             size, shape = G * T * N, (G, T, N)
         else:
@@ -321,14 +339,22 @@ class CollectivePattern:
             return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
         pf = self.pair_flow
         ch = self.chunk_idx
-        T = self.num_steps
-        # receive side: key (rank, chunk), ordered by step
-        rkey = (self.dst[pf] * C + ch) * T + self.step[pf]
+        # key (position, step) = (rank * C + chunk) * T + step must fit in int64: when it
+        # would not (steps near 2^31, huge N * C), number positions and steps densely
+        # (below 2 * pairs and F), which keeps the key below 2^63 for any pattern in memory
+        rpos, spos, st, T = self.dst[pf] * C + ch, self.src[pf] * C + ch, self.step[pf], self.num_steps
+        if N * C * T >= 1 << 62:
+            _, pos_id = np.unique(np.concatenate((rpos, spos)), return_inverse=True)
+            rpos, spos = pos_id[:len(pf)], pos_id[len(pf):]
+            steps, step_id = np.unique(self.step, return_inverse=True)
+            T, st = len(steps), step_id.reshape(-1)[pf]
+        # receive side: key (position, step), ordered by step
+        rkey = rpos * T + st
         order = np.argsort(rkey, kind="stable")
         rkey_sorted = rkey[order]
-        skey_lo = (self.src[pf] * C + ch) * T
+        skey_lo = spos * T
         lo = np.searchsorted(rkey_sorted, skey_lo, side="left")
-        hi = np.searchsorted(rkey_sorted, skey_lo + self.step[pf], side="left")
+        hi = np.searchsorted(rkey_sorted, skey_lo + st, side="left")
         cnt = hi - lo
         total = int(cnt.sum())
         if total == 0:
@@ -430,11 +456,13 @@ class CollectivePattern:
                      + _summarise_sizes(self.chunk_size))
         order = np.lexsort((self.src, self.flow_graph, self.step))
         shown = 0
-        for t in range(self.num_steps):
+        steps = np.unique(self.step)   # steps with flows only: a step numbered 2^31 costs nothing
+        for t in steps.tolist():
             if max_steps is not None and shown >= max_steps:
-                lines.append(f"  ... {self.num_steps - shown} more steps")
+                lines.append(f"  ... {len(steps) - shown} more steps")
                 break
-            sel = order[self.step[order] == t]
+            lo, hi = np.searchsorted(self.step[order], [t, t + 1])
+            sel = order[lo:hi]
             parts = []
             for i in sel[:64]:
                 cs = self.chunk_idx[self.chunk_ptr[i]:self.chunk_ptr[i + 1]]

@@ -1,17 +1,42 @@
 """Exact semantic verification of a pattern by counting contributions.
 
-Each (rank, chunk) holds, for every contributor rank, how many times that
-contributor's data has been added into it. Counts are saturated at 2, which
-keeps the decision exact (a collective needs every count to be exactly 0 or
-exactly 1, and a count never shrinks except by a copy that replaces it) while
-letting the state live in two bit-planes packed into uint64 words:
-``ge1`` (count >= 1) and ``ge2`` (count >= 2). Reducing ``b`` into ``a`` is
-``ge2 = a.ge2 | b.ge2 | (a.ge1 & b.ge1)``, ``ge1 = a.ge1 | b.ge1``. So a pattern
-that adds a contribution twice fails exactly like one that misses it, which the
-bit-vector check of REACT A.3 cannot see.
+Semantics (the schema's; the runtime executes the same):
 
-Memory: ``2 * N * C * ceil(N/64) * 8`` bytes (a 1024-rank ring: 268 MB).
-Source: REACT §5.3.1 and A.3 (the check, made exact here).
+* A value is either *undefined* or a multiset of contributions (rank r's input
+  of that chunk). Before its first write, rank r holds at chunk c its own input
+  where the collective gives it one, and an undefined value elsewhere:
+
+  ========================  ===============================================
+  allreduce, reduce,        every rank holds its own input at every chunk
+  reducescatter
+  allgather                 rank r holds its input at the chunks of block r
+                            only (``chunk_owner``); undefined elsewhere
+  broadcast                 the root holds its input at every chunk; every
+                            other rank is undefined everywhere
+  ========================  ===============================================
+
+* A flow reads its source's value at the end of step t-1. Sending an undefined
+  value is an error. ``copy`` replaces the destination's value; ``reduce`` adds
+  to it and is an error when the destination's value is undefined (the runtime
+  adds into whatever the caller's buffer holds there, i.e. garbage). Several
+  reduces into one (rank, chunk) in one step all add; a copy together with any
+  other write there is an error.
+* At the end every defined output position must hold each required
+  contribution exactly once and nothing else: all ranks' at every (rank, chunk)
+  for allreduce, at the owner's block for reducescatter, at the root for reduce;
+  the owner's (allgather) or root's (broadcast) data at every (rank, chunk).
+
+Each (rank, chunk) keeps, per contributor, a count saturated at 2 (exact for
+this decision: a count never shrinks except by a copy that replaces it), in two
+bit-planes ``ge1`` (count >= 1) and ``ge2`` (count >= 2) packed in uint64
+words (one ``(2, W)`` row per position, so a flow's read is one gather); no
+``ge1`` bit is *undefined*. So a pattern that adds a contribution
+twice fails like one that misses it, which REACT A.3's bit vectors cannot see.
+
+Memory: see :func:`verify_bytes` (about ``2 * N * C * ceil(N/64) * 8`` bytes of
+state plus per-step work space; a 1024-rank ring: ~270 MB). Time: linear in the
+(flow, chunk) pairs, plus a small constant per step.
+Source: REACT §5.3.1 and A.3 (the check, made exact and strict here).
 """
 
 from __future__ import annotations
@@ -22,8 +47,9 @@ import numpy as np
 
 from .ir import SIZE_TOL, CollectivePattern
 from .types import Collective, PatternError
+from .verify_steps import StepError, apply_step
 
-__all__ = ["verify", "VerificationError", "VerifyResult", "chunk_owner"]
+__all__ = ["verify", "verify_bytes", "VerificationError", "VerifyResult", "chunk_owner"]
 
 DEFAULT_MAX_BYTES = 4 << 30
 
@@ -34,13 +60,15 @@ class VerificationError(PatternError):
     Attributes:
         rank, chunk, step: where the problem was found (step may be None when
             the (rank, chunk) was never written).
+        flow: the flow to blame (a bad send, a reduce into an undefined value,
+            a conflicting write), or None for a wrong final state.
         reason: short text of what is wrong.
     """
 
     def __init__(self, message: str, rank: int | None = None, chunk: int | None = None,
-                 step: int | None = None, reason: str = "") -> None:
+                 step: int | None = None, reason: str = "", flow: int | None = None) -> None:
         super().__init__(message)
-        self.rank, self.chunk, self.step, self.reason = rank, chunk, step, reason
+        self.rank, self.chunk, self.step, self.reason, self.flow = rank, chunk, step, reason, flow
 
 
 @dataclass(frozen=True)
@@ -62,133 +90,123 @@ def chunk_owner(pattern: CollectivePattern) -> np.ndarray:
     return np.minimum(np.floor(starts + SIZE_TOL).astype(np.int64), n - 1)
 
 
+# Work-space constants of verify_bytes, measured with tracemalloc (tests/test_verify_limits.py):
+# per (flow, chunk) pair of the widest step, rows of W words held at once by apply_step
+STEP_ROWS_PER_PAIR = 9
+FINAL_BLOCK_BYTES = 32 << 20    # the final check runs in blocks of about this size
+
+
+def verify_bytes(num_ranks: int, num_chunks: int, num_pairs: int = 0, widest_step: int = 0,
+                 collective: Collective | str | None = None) -> int:
+    """Bytes :func:`verify` allocates at its peak (an upper estimate; tests/test_verify_limits.py
+    compares it with tracemalloc's peak).
+
+    Args:
+        num_ranks, num_chunks: N and C.
+        num_pairs: (flow, chunk) pairs of the whole pattern.
+        widest_step: pairs in the step with the most.
+        collective: when given, the final check counts only its output positions
+            (C of them for reducescatter and reduce, else N*C).
+
+    Returns:
+        ``2*N*C*W*8`` (the two bit-planes, W = ceil(N/64) words a row) ``+ 16*N*C``
+        (last write and first double count of each position) ``+ 48*pairs`` (the
+        step order) ``+ max(step, final)``: one step's work space, ``P * (9*W*8 + 96)``
+        for its P = ``widest_step`` pairs, or the final check's, ``B * (3*W*8 + 64)``
+        for blocks of B = min(outputs, 32 MiB / (W*8)) rows; ``+ 64*C + 1 MiB`` (the
+        chunk owners and small arrays).
+    """
+    N, C = int(num_ranks), int(num_chunks)
+    W = (N + 63) // 64
+    state = 2 * N * C * W * 8 + 16 * N * C
+    step = int(widest_step) * (STEP_ROWS_PER_PAIR * W * 8 + 96)
+    outputs = C if collective is not None and Collective(collective) in (Collective.REDUCESCATTER,
+                                                                          Collective.REDUCE) else N * C
+    rows = min(outputs, max(1, FINAL_BLOCK_BYTES // (W * 8)))
+    final = rows * (3 * W * 8 + 64)
+    return state + 48 * int(num_pairs) + max(step, final) + 64 * C + (1 << 20)
+
+
 def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> VerifyResult:
     """Prove that ``pattern`` computes its collective, each contribution exactly once.
 
-    Flows of step t read their source's state at the end of step t-1; flows
-    into one (rank, chunk) in one step are all applied (several reduces add
-    up; a copy there together with any other write is ambiguous and rejected).
+    Semantics as in this module's docstring: a rank starts with its own input
+    where the collective gives it one and an undefined value elsewhere; flows of
+    step t read the state at the end of step t-1; sending an undefined value, or
+    reducing into one, is an error; several reduces into one (rank, chunk) in one
+    step add up, a copy there together with any other write is rejected.
 
     Args:
         pattern: the pattern to check.
-        max_bytes: refuse (PatternError) rather than allocate more state than this.
+        max_bytes: refuse (PatternError, before allocating) when :func:`verify_bytes`
+            estimates more than this.
 
     Returns:
         A :class:`VerifyResult` on success.
 
     Raises:
-        VerificationError: naming rank, chunk, step and the reason: a flow that
-            sends a chunk its source does not hold yet, two conflicting writes
-            in one step, or a final state with a missing, extra or doubly
-            counted contribution.
+        PatternError: the estimate exceeds ``max_bytes`` (the estimate is named).
+        VerificationError: naming flow (where one is to blame), step, rank, chunk
+            and the reason: a flow that sends a value its source does not hold, a
+            reduce into an undefined value, two conflicting writes in one step, or
+            a final state with a missing, extra or doubly counted contribution.
     """
     p = pattern
     N, C = p.num_ranks, p.num_chunks
     W = (N + 63) // 64
-    need = 2 * N * C * W * 8
+    pf = p.pair_flow
+    order = np.argsort(p.step[pf], kind="stable") if len(pf) else np.zeros(0, dtype=np.int64)
+    step_sorted = p.step[pf][order]
+    cut = np.flatnonzero(step_sorted[1:] != step_sorted[:-1]) + 1
+    starts = np.concatenate(([0], cut)).astype(np.int64) if len(pf) else np.zeros(0, dtype=np.int64)
+    ends = np.append(starts[1:], len(pf)).astype(np.int64)
+    widest = int((ends - starts).max()) if len(starts) else 0
+    need = verify_bytes(N, C, len(pf), widest, p.collective)
     if need > max_bytes:
-        raise PatternError(f"verify: exact check of {N} ranks x {C} chunks needs {need / 2**30:.1f} GiB "
-                           f"(limit {max_bytes / 2**30:.1f} GiB); use structural checks at this scale")
-    ge1 = np.zeros((N * C, W), dtype=np.uint64)
-    ge2 = np.zeros((N * C, W), dtype=np.uint64)
+        raise PatternError(f"verify: exact check of {N} ranks x {C} chunks ({len(pf)} flow-chunk pairs, "
+                           f"{widest} in the widest step) needs about {need / 2**30:.2f} GiB "
+                           f"(limit {max_bytes / 2**30:.2f} GiB); use structural checks at this scale")
+    state = np.zeros((N * C, 2, W), dtype=np.uint64)   # both planes of a position in one row
+    ge1, ge2 = state[:, 0], state[:, 1]
     coll = p.collective
-    chunks = np.arange(C)
     owner = chunk_owner(p)
     if coll is Collective.ALLGATHER:
-        init_rank = owner
+        ge1[owner * C + np.arange(C), owner // 64] = np.uint64(1) << (owner % 64).astype(np.uint64)
     elif coll is Collective.BROADCAST:
-        init_rank = None
-        ge1[p.root * C + chunks, p.root // 64] |= np.uint64(1) << np.uint64(p.root % 64)
-    else:
-        init_rank = None
-        r = np.repeat(np.arange(N), C)
-        ge1[np.arange(N * C), r // 64] = np.uint64(1) << (r % 64).astype(np.uint64)
-    if init_rank is not None:
-        ge1[init_rank * C + chunks, init_rank // 64] |= np.uint64(1) << (init_rank % 64).astype(np.uint64)
-
+        ge1[p.root * C:(p.root + 1) * C, p.root // 64] = np.uint64(1) << np.uint64(p.root % 64)
+    else:   # every rank's own bit at all its chunks, without (N*C)-long index arrays
+        r = np.arange(N)
+        state.reshape(N, C, 2, W)[r, :, 0, r // 64] = (np.uint64(1) << (r % 64).astype(np.uint64))[:, None]
     last_write = np.full(N * C, -1, dtype=np.int64)
     first_dup = np.full(N * C, -1, dtype=np.int64)
     origin: list[tuple[int, int, int]] = []   # (step, flow, target key) of the first double count made
-    pf = p.pair_flow
-    if len(pf):
-        _run_steps(p, pf, ge1, ge2, last_write, first_dup, origin)
+    sel_f, sel_c = pf[order], p.chunk_idx[order]
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        t = int(step_sorted[a])
+        try:
+            apply_step(p, t, sel_f[a:b], sel_c[a:b], state, last_write, first_dup, origin)
+        except StepError as e:
+            raise VerificationError(str(e), rank=e.rank, chunk=e.chunk, step=e.step, reason=e.reason,
+                                    flow=e.flow) from None
     _check_final(p, owner, ge1, ge2, last_write, first_dup, origin)
     return VerifyResult(coll.value, N, C, p.num_flows, p.num_steps)
-
-
-def _run_steps(p, pf, ge1, ge2, last_write, first_dup, origin) -> None:
-    C = p.num_chunks
-    ch = p.chunk_idx
-    step = p.step[pf]
-    order = np.argsort(step, kind="stable")
-    step_sorted = step[order]
-    bounds = np.flatnonzero(np.diff(step_sorted)) + 1
-    starts = np.concatenate(([0], bounds))
-    ends = np.concatenate((bounds, [len(order)]))
-    for a, b in zip(starts, ends):
-        sel = order[a:b]
-        t = int(step_sorted[a])
-        f = pf[sel]
-        src_key = p.src[f] * C + ch[sel]
-        tgt = p.dst[f] * C + ch[sel]
-        is_copy = p.op[f] == 1
-        s1 = ge1[src_key]
-        s2 = ge2[src_key]
-        sfirst = first_dup[src_key]
-        empty = ~s1.any(axis=1)
-        if empty.any():
-            i = int(np.flatnonzero(empty)[0])
-            fi = int(f[i])
-            raise VerificationError(
-                f"step {t}: flow {fi} ({p.src[fi]}->{p.dst[fi]}) sends chunk {ch[sel[i]]} but rank {p.src[fi]} "
-                f"does not hold it yet", rank=int(p.src[fi]), chunk=int(ch[sel[i]]), step=t,
-                reason="source does not hold the chunk")
-        o = np.argsort(tgt, kind="stable")
-        tgt_s = tgt[o]
-        run_start = np.concatenate(([True], tgt_s[1:] != tgt_s[:-1]))
-        run_id = np.cumsum(run_start) - 1
-        run_first = np.flatnonzero(run_start)
-        occ = np.arange(len(o)) - run_first[run_id]
-        mult = np.bincount(run_id)
-        copy_in_run = np.bincount(run_id, weights=is_copy[o]) > 0
-        bad = np.flatnonzero(copy_in_run & (mult > 1))
-        if bad.size:
-            k = int(tgt_s[run_first[bad[0]]])
-            raise VerificationError(
-                f"step {t}: rank {k // C}, chunk {k % C} is written by {mult[bad[0]]} flows in one step and one "
-                f"of them is a copy (the result would depend on their order)",
-                rank=k // C, chunk=k % C, step=t, reason="conflicting writes")
-        for k in range(int(occ.max()) + 1):
-            pick = o[occ == k]
-            tk = tgt[pick]
-            cp = is_copy[pick]
-            if cp.any():
-                ge1[tk[cp]] = s1[pick[cp]]
-                ge2[tk[cp]] = s2[pick[cp]]
-                first_dup[tk[cp]] = sfirst[pick[cp]]   # a copy carries double counts (and their step) along
-            rd = ~cp
-            if rd.any():
-                tr = tk[rd]
-                a1, a2 = ge1[tr], ge2[tr]
-                b1, b2 = s1[pick[rd]], s2[pick[rd]]
-                n2 = a2 | b2 | (a1 & b1)
-                ge1[tr] = a1 | b1
-                ge2[tr] = n2
-                dup = n2.any(axis=1) & (first_dup[tr] < 0)
-                inherited = sfirst[pick[rd]]
-                first_dup[tr[dup]] = np.where(inherited[dup] >= 0, inherited[dup], t)
-                if not origin:
-                    made = np.flatnonzero((a1 & b1).any(axis=1))
-                    if made.size:
-                        i = int(made[0])
-                        origin.append((t, int(f[pick[rd][i]]), int(tr[i])))
-
-            last_write[tk] = t
 
 
 def _bits(row: np.ndarray, n: int) -> list[int]:
     bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:n]
     return np.flatnonzero(bits).tolist()
+
+
+def _expected_rows(p, owner, keys: np.ndarray, W: int) -> np.ndarray | None:
+    """The required ``ge1`` rows at ``keys``: None for "every rank" (reductions), else one bit each."""
+    coll = p.collective
+    if coll not in (Collective.ALLGATHER, Collective.BROADCAST):
+        return None
+    C = p.num_chunks
+    r = owner[keys % C] if coll is Collective.ALLGATHER else np.full(len(keys), p.root)
+    out = np.zeros((len(keys), W), dtype=np.uint64)
+    out[np.arange(len(keys)), r // 64] = np.uint64(1) << (r % 64).astype(np.uint64)
+    return out
 
 
 def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin) -> None:
@@ -198,32 +216,35 @@ def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin) -> None:
     full = np.full(W, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
     if N % 64:
         full[-1] = (np.uint64(1) << np.uint64(N % 64)) - np.uint64(1)
-    if coll is Collective.ALLREDUCE:
-        keys = np.arange(N * C)
-        expect = np.broadcast_to(full, (len(keys), W))
-    elif coll is Collective.REDUCESCATTER:
+    if coll is Collective.REDUCESCATTER:
         keys = owner * C + np.arange(C)
-        expect = np.broadcast_to(full, (len(keys), W))
     elif coll is Collective.REDUCE:
         keys = p.root * C + np.arange(C)
-        expect = np.broadcast_to(full, (len(keys), W))
     else:
-        src_rank = owner if coll is Collective.ALLGATHER else np.full(C, p.root)
-        keys = np.arange(N * C)
-        expect = np.zeros((N * C, W), dtype=np.uint64)
-        r_of = np.tile(src_rank, N)
-        expect[keys, r_of // 64] = np.uint64(1) << (r_of % 64).astype(np.uint64)
-    g1, g2 = ge1[keys], ge2[keys]
-    wrong = (g1 != expect).any(axis=1) | g2.any(axis=1)
-    if not wrong.any():
+        keys = None   # every (rank, chunk)
+    total = N * C if keys is None else len(keys)
+    block = max(1, FINAL_BLOCK_BYTES // (W * 8))
+    first_bad, n_bad = None, 0
+    for lo in range(0, total, block):
+        hi = min(lo + block, total)
+        k = np.arange(lo, hi) if keys is None else keys[lo:hi]
+        g1, g2 = (ge1[lo:hi], ge2[lo:hi]) if keys is None else (ge1[k], ge2[k])   # views where contiguous
+        exp = _expected_rows(p, owner, k, W)
+        wrong = ((g1 != full).any(axis=1) if exp is None else (g1 != exp).any(axis=1)) | g2.any(axis=1)
+        nb = int(np.count_nonzero(wrong))
+        if nb and first_bad is None:
+            first_bad = int(k[np.flatnonzero(wrong)[0]])
+        n_bad += nb
+    if first_bad is None:
         return
-    i = int(np.flatnonzero(wrong)[0])
-    key = int(keys[i])
+    key = first_bad
     rank, chunk = key // C, key % C
-    dup = _bits(g2[i], N)
-    missing = _bits(expect[i] & ~g1[i], N)
-    extra = _bits(g1[i] & ~expect[i], N)
-    n_bad = int(wrong.sum())
+    g1, g2 = ge1[key], ge2[key]
+    exp = full if coll not in (Collective.ALLGATHER, Collective.BROADCAST) else \
+        _expected_rows(p, owner, np.array([key]), W)[0]
+    dup = _bits(g2, N)
+    missing = _bits(exp & ~g1, N)
+    extra = _bits(g1 & ~exp, N)
     if dup:
         t = int(first_dup[key]) if first_dup[key] >= 0 else None
         why = f"contribution of rank {dup[0]} counted twice or more"

@@ -1,0 +1,79 @@
+"""Size of a generator's pattern before it is built, so that a too-large request is refused
+with the estimate named instead of running out of memory (issue 11).
+
+``pattern_size(name, n, options)`` gives upper estimates of chunks C and (flow, chunk)
+pairs P (flows F <= P); ``generate_bytes`` turns them into bytes: the generator's peak,
+measured with tracemalloc at 4 x ``(33 F + 16 P)`` (the IR's arrays: step, src, dst,
+chunk_ptr, op per flow, chunk_idx and pair_flow per pair, plus the generators'
+temporaries, 2.5-3.8 x on ring, bucket, sp-allreduce, swing, torus-ring, nccl-tree,
+binomial, recursive doubling and rabenseifner at 256-4096 ranks), plus what
+:func:`reactccl.pattern.verify` needs at least (its bit-planes, see
+:func:`reactccl.pattern.verify_bytes`).
+
+The counts bound the generated patterns from above, within 2x (tests/test_generate_guard.py
+compares them with every generator's output); unknown generators get no estimate.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..pattern import verify_bytes
+
+__all__ = ["pattern_size", "generate_bytes", "GEN_BYTES_PER_FLOW", "GEN_BYTES_PER_PAIR"]
+
+GEN_BYTES_PER_FLOW = 4 * 33
+GEN_BYTES_PER_PAIR = 4 * 16
+
+
+def _log2(n: int) -> int:
+    return max(1, math.ceil(math.log2(max(n, 2))))
+
+
+def _dims(options: dict) -> int:
+    shape = options.get("shape")
+    if shape is not None:
+        try:
+            return max(1, len(shape))
+        except TypeError:
+            return 1
+    d = options.get("dims", 2)
+    return d if isinstance(d, int) and d > 0 else 2
+
+
+def pattern_size(name: str, n: int, options: dict) -> tuple[int, int] | None:
+    """``(chunks, pairs)`` that generator ``name`` makes for ``n`` ranks (upper estimates),
+    or None when there is no formula for it. ``options`` as :func:`generate` passes them."""
+    d = _dims(options)
+    if name in ("binomial-broadcast", "binomial-reduce"):
+        return 1, n
+    if name == "nccl-tree":
+        s = options.get("slices", 1)
+        s = s if isinstance(s, int) and s > 0 else 1
+        return 2 * s, 4 * n * s
+    if name == "rd-allreduce":
+        return 1, n * _log2(n)
+    if name in ("recursive-doubling", "ring-allgather", "ring-reducescatter"):
+        return n, n * n
+    if name in ("ring", "rabenseifner", "sp-spineleaf"):
+        return n, 2 * n * n
+    if name in ("bucket", "k-sp-allreduce", "sp-allreduce", "sp-allreduce-2h1", "sp-hyperx", "swing-b", "torus-ring"):
+        return 2 * d * n, 4 * d * n * n
+    if name == "trivance-b":
+        return d * n, 2 * d * n * n
+    if name == "swing-l":
+        return 2 * d, 2 * d * n * _log2(n)
+    if name == "trivance-l":
+        return d, 2 * d * n * _log2(n)
+    return None
+
+
+def generate_bytes(name: str, n: int, options: dict, check: bool = True) -> int | None:
+    """Peak bytes of generating (and, with ``check``, verifying) ``name`` on ``n`` ranks, or None."""
+    size = pattern_size(name, n, options)
+    if size is None:
+        return None
+    chunks, pairs = size
+    held = (GEN_BYTES_PER_FLOW + GEN_BYTES_PER_PAIR) * pairs // 4     # the finished pattern's arrays
+    gen = 4 * held
+    return max(gen, held + verify_bytes(n, chunks, pairs)) if check else gen
