@@ -17,8 +17,9 @@ from rich.table import Table
 
 from ..experiments.demo import DemoConfig, DemoResult, demo_scenario, run_demo
 from ..experiments.patterns_view import moved_positions, pattern_view
-from ..topology import UnitError, parse_size, parse_topology
-from ..trace import format_bytes, format_time
+from ..topology import UnitError, parse_topology
+from ..topology.units import parse_bytes
+from ..trace import format_byte_rate, format_bytes, format_time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -59,10 +60,11 @@ def check_config(cfg: DemoConfig) -> None:
         ValueError: a flag out of range (named), a topology with too few hosts (with one
             that fits), or whatever :func:`reactccl.experiments.demo.demo_scenario` refuses.
     """
-    for flag, value, low in (("--ranks", cfg.ranks, 1), ("--epochs", cfg.epochs, 1), ("--p", cfg.p, 1),
+    for flag, value, low in (("--ranks", cfg.ranks, 2), ("--epochs", cfg.epochs, 1), ("--p", cfg.p, 1),
                              ("--ecmp-ports", cfg.ecmp_ports, 1), ("--seed", cfg.seed, 0)):
         if value < low:
-            raise ValueError(f"{flag}: expected an integer >= {low}, got {value}")
+            why = " (one rank has nothing to exchange: no flows, no epoch time)" if flag == "--ranks" else ""
+            raise ValueError(f"{flag}: expected an integer >= {low}, got {value}{why}")
     if not 0 <= cfg.warmup < cfg.epochs:
         raise ValueError(f"--warmup: must satisfy 0 <= warmup < epochs ({cfg.epochs}), got {cfg.warmup}")
     topo = parse_topology(cfg.topology)
@@ -76,7 +78,7 @@ def check_config(cfg: DemoConfig) -> None:
 
 def _config(args: argparse.Namespace) -> DemoConfig:
     return DemoConfig(topology=args.topology, algorithm=args.algorithm, ranks=args.ranks,
-                      message_bytes=parse_size(args.size, "size"), p=args.p, rank=args.rank, epochs=args.epochs,
+                      message_bytes=parse_bytes(args.size, "--size"), p=args.p, rank=args.rank, epochs=args.epochs,
                       warmup=args.warmup, seed=args.seed, ecmp_ports=args.ecmp_ports)
 
 
@@ -91,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json or args.no_progress:
             res = run_demo(cfg)
         else:
-            res = _run_with_progress(cfg, console)
+            res = _run_with_progress(cfg, Console(stderr=True))
     except (ValueError, UnitError, KeyError) as exc:
         text = str(exc)
         Console(stderr=True, highlight=False, soft_wrap=True).print(
@@ -203,7 +205,7 @@ def _decision_details(d: Any) -> list[str]:
 
 
 def _rate(bps: float) -> str:
-    return f"{bps / 1e9:.3f} GB/s"
+    return format_byte_rate(bps)
 
 
 def _results(res: DemoResult) -> Table:

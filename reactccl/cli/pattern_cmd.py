@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..algorithms import REGISTRY, generate, names
 from ..pattern import PatternError, dumps, load, verify
+from .errors import report
 
 
 def parse_options(items: list[str] | None, typed: bool = False) -> dict:
@@ -96,9 +97,9 @@ def _wrap(func):
             return 2
         except BrokenPipeError:  # a reader such as `head` closed the pipe: main() ends quietly
             raise
-        except OSError as e:
-            print(f"error: {e.strerror or e}: {e.filename}", file=sys.stderr)
-            return 2
+        except OSError as e:  # e.g. -o /dev/full: ENOSPC with no filename; name the file
+            where = getattr(args, "output", None) or getattr(args, "file", None) or getattr(args, "target", None)
+            return report(e, "error", path=where)
     return run
 
 
