@@ -22,7 +22,7 @@ import torch.distributed as dist
 
 from ..algorithms import generate
 from ..pattern import Collective, CollectivePattern
-from ..runtime.rcollective import RCollective
+from ..runtime.rcollective import FlowTimeoutError, MismatchError, RCollective
 from ..runtime.rtuner import RTuner
 
 __all__ = ["ReactAllReduce", "default_controller"]
@@ -105,6 +105,7 @@ class ReactAllReduce:
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
         self.epoch = 0
         self._records: list = []
+        self._broken: tuple[int, str] | None = None  # (epoch, why) once a data-plane call failed
         # close() at garbage collection or interpreter exit (weakref.finalize runs atexit),
         # so the tuner thread never outlives the process group unannounced.
         self._finalizer = weakref.finalize(self, _shutdown, self.tuner, self.rc)
@@ -125,10 +126,32 @@ class ReactAllReduce:
 
     def run(self, tensor: torch.Tensor, end_epoch: bool = True) -> torch.Tensor:
         """AllReduce ``tensor`` in place; ``end_epoch=False`` keeps the epoch open for more
-        calls (the gradient buckets of one training step form one epoch)."""
+        calls (the gradient buckets of one training step form one epoch).
+
+        Raises:
+            FlowTimeoutError: a flow timed out or the transport failed (a dead peer's
+                ``Connection closed by peer`` included); every later call raises it too,
+                naming the epoch where the group broke, without touching the group.
+            MismatchError: ranks called with different sizes/dtypes/patterns.
+        """
+        if self._broken is not None:
+            raise FlowTimeoutError(f"ReactAllReduce on rank {self.rc.rank}: the process group broke in epoch "
+                                   f"{self._broken[0]} ({self._broken[1]}); destroy it and restart the job "
+                                   "(or re-create the group)", self.rc.rank, None)
         if not self._records and self.tuner is not None:
             self.tuner.before_epoch(self.epoch)
-        self.rc(tensor, epoch=self.epoch)
+        try:
+            self.rc(tensor, epoch=self.epoch)
+        except FlowTimeoutError as e:
+            self._broken = (self.epoch, str(e).splitlines()[0][:300])
+            raise
+        except MismatchError:
+            raise
+        except RuntimeError as e:  # a Gloo/NCCL failure raised while posting (a peer's pair closed)
+            self._broken = (self.epoch, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+            raise FlowTimeoutError(f"ReactAllReduce on rank {self.rc.rank}, epoch {self.epoch}: the process group "
+                                   f"failed ({self._broken[1]}); a peer died or closed its connection",
+                                   self.rc.rank, None) from e
         self._records.append(self.rc.last_record)
         if self.average:
             if not tensor.is_floating_point():
