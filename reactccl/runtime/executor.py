@@ -19,6 +19,7 @@ import torch
 
 from ..pattern import Collective, CollectivePattern
 from ..trace import EpochTrace
+from .faults import BrokenGroup
 from .rcollective import RCollective, pattern_digest
 from .records import assemble_trace, record_from_wire, record_to_wire
 from .wire import all_gather_json
@@ -46,6 +47,7 @@ class RealExecutor:
         self.buf = torch.zeros(int(numel), dtype=dtype)
         self.check_result = check_result and pattern.collective is Collective.ALLREDUCE
         self.epoch = 0
+        self._group = BrokenGroup("RealExecutor", self.rc.rank)
 
     def run_epoch(self, pattern: CollectivePattern) -> EpochTrace:
         """Run one epoch of ``pattern`` (collective: every rank, same pattern); returns its trace."""
@@ -53,7 +55,7 @@ class RealExecutor:
             self.rc.set_pattern(pattern)
         n = self.rc.world
         self.buf.fill_(self.rc.rank + 1)
-        self.rc(self.buf, epoch=self.epoch)
+        self._group.run(lambda: self.rc(self.buf, epoch=self.epoch), self.epoch)  # transport error -> named
         if self.check_result and self.buf.numel():
             want = n * (n + 1) // 2
             bad = torch.nonzero(self.buf != want)

@@ -22,7 +22,8 @@ import torch.distributed as dist
 
 from ..algorithms import generate
 from ..pattern import Collective, CollectivePattern
-from ..runtime.rcollective import FlowTimeoutError, MismatchError, RCollective
+from ..runtime.faults import BrokenGroup
+from ..runtime.rcollective import RCollective
 from ..runtime.rtuner import RTuner
 
 __all__ = ["ReactAllReduce", "default_controller"]
@@ -105,7 +106,7 @@ class ReactAllReduce:
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
         self.epoch = 0
         self._records: list = []
-        self._broken: tuple[int, str] | None = None  # (epoch, why) once a data-plane call failed
+        self._group = BrokenGroup("ReactAllReduce", self.rc.rank)  # remembers a failed data plane
         # close() at garbage collection or interpreter exit (weakref.finalize runs atexit),
         # so the tuner thread never outlives the process group unannounced.
         self._finalizer = weakref.finalize(self, _shutdown, self.tuner, self.rc)
@@ -134,24 +135,7 @@ class ReactAllReduce:
                 naming the epoch where the group broke, without touching the group.
             MismatchError: ranks called with different sizes/dtypes/patterns.
         """
-        if self._broken is not None:
-            raise FlowTimeoutError(f"ReactAllReduce on rank {self.rc.rank}: the process group broke in epoch "
-                                   f"{self._broken[0]} ({self._broken[1]}); destroy it and restart the job "
-                                   "(or re-create the group)", self.rc.rank, None)
-        if not self._records and self.tuner is not None:
-            self.tuner.before_epoch(self.epoch)
-        try:
-            self.rc(tensor, epoch=self.epoch)
-        except FlowTimeoutError as e:
-            self._broken = (self.epoch, str(e).splitlines()[0][:300])
-            raise
-        except MismatchError:
-            raise
-        except RuntimeError as e:  # a Gloo/NCCL failure raised while posting (a peer's pair closed)
-            self._broken = (self.epoch, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
-            raise FlowTimeoutError(f"ReactAllReduce on rank {self.rc.rank}, epoch {self.epoch}: the process group "
-                                   f"failed ({self._broken[1]}); a peer died or closed its connection",
-                                   self.rc.rank, None) from e
+        self._group.run(lambda: self._run(tensor), self.epoch)  # a transport error -> FlowTimeoutError
         self._records.append(self.rc.last_record)
         if self.average:
             if not tensor.is_floating_point():
@@ -163,6 +147,11 @@ class ReactAllReduce:
             self._records = []
             self.epoch += 1
         return tensor
+
+    def _run(self, tensor: torch.Tensor) -> None:
+        if not self._records and self.tuner is not None:
+            self.tuner.before_epoch(self.epoch)
+        self.rc(tensor, epoch=self.epoch)
 
     def close(self) -> None:
         """Stop the tuner thread and the waiter threads and destroy the control group (idempotent)."""
