@@ -3,7 +3,6 @@ control plane, and what the job listens on. Gloo groups on localhost (run_local)
 
 import json
 import os
-import socket
 import time
 
 import numpy as np
@@ -13,7 +12,7 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 
 from reactccl.algorithms import generate  # noqa: E402
-from reactccl.runtime import FlowTimeoutError, LocalRecord  # noqa: E402
+from reactccl.runtime import LocalRecord  # noqa: E402
 from reactccl.runtime.listen import bound_store, control_interface, interface_of  # noqa: E402
 from reactccl.runtime.local import run_local  # noqa: E402
 from reactccl.runtime.records import record_from_wire, record_to_wire  # noqa: E402

@@ -114,13 +114,18 @@ def _cmd_run(args) -> int:
 def _cmd_status(args) -> int:
     tbm = _tb()
     prefixes = tbm.known_prefixes()
-    if not prefixes:
+    orphans = tbm.orphan_prefixes()
+    if not prefixes and not orphans:
         print("no testbed is up")
     for p in prefixes:
         s = tbm.load_state(p)
         flows = ", ".join(f"{g.flows} into rank {g.into}" for g in s.congestion) or "none"
+        left = " [left by a killed command: the next up/down removes it]" if s.stale() else ""
         print(f"{p}: {s.hosts} hosts, {s.rate_bps / 1e6:g} Mbit/s, {s.externals} external senders, "
-              f"congestion: {flows}")
+              f"congestion: {flows}{left}")
+    for p in orphans:
+        print(f"{p}: namespaces without a state file in {tbm.state_dir()} (`reactccl testbed down --prefix {p}` "
+              "removes them)")
     return 0
 
 

@@ -266,7 +266,7 @@ class Testbed:
 
     def stop_congestion(self, save: bool = True) -> int:
         """Stop every congestion flow this testbed started; returns how many processes were signalled."""
-        pids = [p for g in self.state.congestion for p in g.pids if netns._alive(p)]
+        pids = [p for g in self.state.congestion for p in g.pids if _is_traffic(p)]  # not a reused pid
         netns.kill_pids(pids)
         self.state.congestion = []
         if save and self.state.path.exists():
@@ -293,6 +293,15 @@ class Testbed:
             err = proc.stderr.read() if proc.poll() is not None else ""
             raise TestbedError(f"traffic sink in {ns} on port {port} did not start: {line!r} {err.strip()}")
         return proc
+
+
+def _is_traffic(pid: int) -> bool:
+    """Whether ``pid`` is alive and runs our traffic script (a recorded pid may have been reused)."""
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
+            return netns._alive(pid) and TRAFFIC_SCRIPT.encode() in f.read()
+    except OSError:
+        return False
 
 
 def kill_groups(pids: Sequence[int], grace: float = 2.0) -> int:
