@@ -42,16 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds any wait may take")
     args = ap.parse_args(argv)
     # checked before the process group exists, so every rank stops with one line, not a traceback
-    from reactccl.algorithms import REGISTRY, names
+    from reactccl.runtime.entry import allreduce_algorithm_error
     if args.steps < 1:
         ap.error(f"--steps: expected an integer >= 1, got {args.steps}")
     if not args.timeout > 0:
         ap.error(f"--timeout: expected seconds > 0, got {args.timeout}")
-    if args.algorithm not in names():
-        ap.error(f"--algorithm {args.algorithm!r}: unknown; known: {', '.join(names())}")
-    if REGISTRY[args.algorithm].collective != "allreduce":
-        ap.error(f"--algorithm {args.algorithm}: computes {REGISTRY[args.algorithm].collective}, "
-                 "DDP needs an allreduce")
+    if allreduce_algorithm_error(args.algorithm):
+        ap.error(allreduce_algorithm_error(args.algorithm))
 
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=args.timeout))

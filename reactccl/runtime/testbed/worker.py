@@ -62,13 +62,11 @@ def in_fraction(pattern) -> list[float]:
 
 
 def _check_args(ap: argparse.ArgumentParser, a: argparse.Namespace, modes: list[str]) -> None:
-    from ...algorithms import REGISTRY, names  # noqa: PLC0415
+    from ..entry import allreduce_algorithm_error  # noqa: PLC0415
     if not modes or any(m not in MODES for m in modes):
         ap.error(f"--modes {a.modes!r}: choose from {', '.join(MODES)}")
-    if a.algorithm not in names():
-        ap.error(f"--algorithm {a.algorithm!r}: unknown; known: {', '.join(names())}")
-    if REGISTRY[a.algorithm].collective != "allreduce":
-        ap.error(f"--algorithm {a.algorithm}: computes {REGISTRY[a.algorithm].collective}, not allreduce")
+    if allreduce_algorithm_error(a.algorithm):
+        ap.error(allreduce_algorithm_error(a.algorithm))
     for flag, value in (("--epochs", a.epochs), ("--rounds", a.rounds)):
         if value < 1:
             ap.error(f"{flag}: expected an integer >= 1, got {value}")
