@@ -53,6 +53,7 @@ BAD = [
     ("pattern show {tmp}/bad-utf8.json", ""),   # (`pattern verify` answers FAIL, exit 1, for a bad file)
     ("pattern show {tmp}/deep.json", ""),
     ("demo --epochs 0", "--epochs"),
+    ("demo --p 100000", "--p: at most 64"),
     ("demo --topology star:hosts=3", "needs 9 hosts"),
     ("demo --size 20XB", "unknown unit 'XB'"),
 ]

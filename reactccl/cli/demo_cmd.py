@@ -43,6 +43,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+#: Most external flows the demo takes: 100,000 ran for ten minutes; the paper uses up to 8.
+MAX_P = 64
+
+
 def fitting_topologies(hosts: int) -> str:
     """The smallest star and fat-tree with at least ``hosts`` hosts, as specs, e.g.
     ``"star:hosts=17 or fat-tree:k=6 (54 hosts)"`` for 17."""
@@ -65,6 +69,9 @@ def check_config(cfg: DemoConfig) -> None:
         if value < low:
             why = " (one rank has nothing to exchange: no flows, no epoch time)" if flag == "--ranks" else ""
             raise ValueError(f"{flag}: expected an integer >= {low}, got {value}{why}")
+    if cfg.p > MAX_P:
+        raise ValueError(f"--p: at most {MAX_P} external flows (each is simulated on its own; REACT's "
+                         f"experiments use up to 8), got {cfg.p}")
     if not 0 <= cfg.warmup < cfg.epochs:
         raise ValueError(f"--warmup: must satisfy 0 <= warmup < epochs ({cfg.epochs}), got {cfg.warmup}")
     topo = parse_topology(cfg.topology)
