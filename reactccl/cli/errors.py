@@ -18,7 +18,7 @@ import errno
 import os
 import sys
 
-__all__ = ["USAGE_ERRORS", "report", "os_error_text", "error_text", "EXIT_USAGE"]
+__all__ = ["USAGE_ERRORS", "report", "os_error_text", "error_text", "progress", "EXIT_USAGE"]
 
 EXIT_USAGE = 2
 
@@ -62,3 +62,8 @@ def report(exc: BaseException | str, prefix: str = "error", path: str | os.PathL
         traceback.print_exception(exc, file=sys.stderr)
     print(text, file=sys.stderr, flush=True)
     return EXIT_USAGE
+
+
+def progress(*parts) -> None:
+    """A progress line on stderr (stdout keeps the result, as in ``simulate`` and ``pattern``)."""
+    print(*parts, file=sys.stderr, flush=True)

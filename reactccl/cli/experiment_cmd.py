@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from rich.console import Console
 
@@ -16,7 +15,7 @@ from ..experiments import EXPERIMENTS, experiment_table, run_experiment
 from ..experiments.sp_figures import EXPERIMENTS as SP_EXPERIMENTS
 from ..experiments.sp_figures import prepare_out
 from ..experiments.sp_figures import run_experiment as run_sp_experiment
-from .errors import report
+from .errors import progress, report
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -47,11 +46,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the result document (without per-epoch times)")
     p.set_defaults(func=run)
-
-
-def _progress(*parts) -> None:
-    """Progress lines of the sp-* experiments, on stderr (stdout keeps the result)."""
-    print(*parts, file=sys.stderr, flush=True)
 
 
 def _check_params(params: dict) -> None:
@@ -105,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         out = args.out if args.out != "results" else "results/sp"
         try:
             console.print(run_sp_experiment(args.name, out, quick=args.quick,
-                                            log=None if args.no_progress else _progress),
+                                            log=None if args.no_progress else progress),
                           markup=False, highlight=False)
         except ValueError as exc:
             return report(exc, "experiment")

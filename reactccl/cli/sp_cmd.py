@@ -29,7 +29,7 @@ from ..pattern import PatternError
 from ..experiments.sp_figures import OPTIONS, fmt_size
 from ..topology import UnitError
 from ..topology.units import parse_bytes, parse_rate, parse_size, parse_time
-from .errors import report
+from .errors import progress, report
 
 EXAMPLE = "reactccl sp metrics sp-allreduce --fabric torus:8x8 ; reactccl sp goodput sp-square --sides 8"
 
@@ -234,7 +234,7 @@ def _applies(flag: str, key: str, name: str) -> None:
 def _goodput(args) -> int:
     from ..experiments.sp_figures import run_experiment
     name = args.name
-    kw = dict(engine=args.engine, quick=args.quick, log=lambda *a: print(*a, file=sys.stderr, flush=True))
+    kw = dict(engine=args.engine, quick=args.quick, log=progress)
     for flag, key in _FLAGS.items():
         if getattr(args, key) is not None:
             _applies(flag, key, name)

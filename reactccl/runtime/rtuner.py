@@ -63,9 +63,9 @@ from dataclasses import dataclass
 import torch.distributed as dist
 
 from ..pattern import CollectivePattern, dumps, loads, verify
+from .listen import control_interface
 from .rcollective import RCollective, pattern_digest
 from .records import LocalRecord, assemble_trace, merge_traces, record_from_wire, record_to_wire
-from .listen import control_interface
 from .wire import MessageError, broadcast_json, gather_json
 
 __all__ = ["RTuner", "ControlPlaneError", "Announcement"]
