@@ -23,7 +23,7 @@ __all__ = ["USAGE_ERRORS", "report", "os_error_text", "error_text", "progress", 
 EXIT_USAGE = 2
 
 #: Exceptions that mean "the input was wrong", not "reactccl has a bug".
-USAGE_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, MemoryError, RecursionError, KeyError)
+USAGE_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, MemoryError, RecursionError)
 
 
 def os_error_text(exc: OSError, path: str | os.PathLike | None = None) -> str:
