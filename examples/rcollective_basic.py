@@ -53,6 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--mbytes", type=float, default=1.0)
     a = ap.parse_args(argv)
+    from reactccl.runtime.entry import allreduce_algorithm_error
+    if allreduce_algorithm_error(a.algorithm):
+        ap.error(allreduce_algorithm_error(a.algorithm))
+    if not 1 <= a.ranks <= 64:
+        ap.error(f"--ranks: expected 1..64 local processes, got {a.ranks}")
+    if not a.mbytes > 0:
+        ap.error(f"--mbytes: expected a size > 0 (MB), got {a.mbytes}")
     numel = max(1, int(a.mbytes * 1e6) // 4)
     print("\n".join(run_local(_rank_main, a.ranks, a.algorithm, numel, timeout=300)[0]))
     return 0

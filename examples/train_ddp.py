@@ -14,7 +14,6 @@ must be: DDP applies the same averaged gradients everywhere).
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
 import os
 
@@ -23,6 +22,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import reactccl.torch as rt
+from reactccl.runtime.listen import init_process_group
 
 
 def make_data(rank: int, n: int = 256, d_in: int = 32, d_out: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
@@ -41,9 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds any wait may take")
     args = ap.parse_args(argv)
+    # checked before the process group exists, so every rank stops with one line, not a traceback
+    from reactccl.runtime.entry import allreduce_algorithm_error
+    if args.steps < 1:
+        ap.error(f"--steps: expected an integer >= 1, got {args.steps}")
+    if not args.timeout > 0:
+        ap.error(f"--timeout: expected seconds > 0, got {args.timeout}")
+    if allreduce_algorithm_error(args.algorithm):
+        ap.error(allreduce_algorithm_error(args.algorithm))
 
     backend = "nccl" if torch.cuda.is_available() else "gloo"
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=args.timeout))
+    # torchrun's env:// rendezvous; without torchrun's agent the store binds MASTER_ADDR only
+    init_process_group(backend, timeout=args.timeout)
     rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if backend == "nccl" else "cpu")
     torch.manual_seed(0)  # same initial weights everywhere (DDP also broadcasts them)

@@ -18,7 +18,8 @@ import numpy as np
 
 from .pattern import Collective, CollectivePattern
 
-__all__ = ["EpochTrace", "busbw_factor", "format_bytes", "format_time", "format_rate"]
+__all__ = ["EpochTrace", "busbw_factor", "format_bytes", "format_time", "format_rate", "format_byte_rate",
+           "format_bit_rate"]
 
 
 def busbw_factor(collective: Collective | str, num_ranks: int) -> float:
@@ -105,7 +106,7 @@ class EpochTrace:
 
 def format_bytes(n: float) -> str:
     """Decimal units as nccl-tests and the papers use them (1 MB = 10^6 bytes)."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if abs(n) >= scale:
             return f"{n / scale:.4g} {unit}"
     return f"{n:.0f} B"
@@ -123,6 +124,32 @@ def format_time(t: float) -> str:
     return f"{t * 1e9:.4g} ns"
 
 
+def format_byte_rate(bytes_per_s: float) -> str:
+    """A bandwidth in bytes/s in GB/s (nccl-tests' unit) with 3 decimals, or in MB/s,
+    KB/s or B/s when GB/s would show fewer than 3 significant digits (``"0.000 GB/s"`` says
+    nothing): 2.5e9 -> ``"2.500 GB/s"``, 4.2e5 -> ``"420.000 KB/s"``, 0 -> ``"0 B/s"``."""
+    a = abs(bytes_per_s)
+    if a == 0:
+        return "0 B/s"
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3)):
+        if a >= (scale if unit != "GB/s" else 0.1 * scale):
+            return f"{bytes_per_s / scale:.3f} {unit}"
+    return f"{bytes_per_s:.3g} B/s"
+
+
+def format_bit_rate(bits_per_s: float) -> str:
+    """A rate in bit/s as Gbps, Mbps, Kbps or bps (2 decimals; same rule as
+    :func:`format_byte_rate`)."""
+    a = abs(bits_per_s)
+    if a == 0:
+        return "0 bps"
+    for unit, scale in (("Gbps", 1e9), ("Mbps", 1e6), ("Kbps", 1e3)):
+        if a >= (scale if unit != "Gbps" else 0.1 * scale):
+            return f"{bits_per_s / scale:.2f} {unit}"
+    return f"{bits_per_s:.3g} bps"
+
+
 def format_rate(bytes_per_s: float) -> str:
-    """A bandwidth in bytes/s shown as GB/s (nccl-tests' unit) and Gbps."""
-    return f"{bytes_per_s / 1e9:.3f} GB/s ({bytes_per_s * 8 / 1e9:.2f} Gbps)"
+    """A bandwidth in bytes/s shown as bytes/s and bits/s, e.g. ``"2.500 GB/s (20.00 Gbps)"``;
+    small rates switch units (``"420.000 KB/s (3.36 Mbps)"``) instead of printing 0.000 GB/s."""
+    return f"{format_byte_rate(bytes_per_s)} ({format_bit_rate(bytes_per_s * 8)})"

@@ -120,4 +120,4 @@ def test_compact_options_typed_like_generate():
 def test_cli_metrics_64x64_names_a_bad_option(capsys):
     from reactccl.cli.main import main
     assert main(["sp", "metrics", "k-sp-allreduce", "--fabric", "torus:64x64", "--option", "k=2.5"]) == 2
-    assert "option k: expected an integer, got '2.5'" in capsys.readouterr().out
+    assert "option k: expected an integer, got '2.5'" in capsys.readouterr().err

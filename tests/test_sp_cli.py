@@ -24,7 +24,7 @@ def test_experiment_quick_through_cli(tmp_path, capsys):
 
 def test_experiment_rejects_react_options(tmp_path, capsys):
     assert main(["experiment", "sp-square", "--quick", "--seed", "3", "--epochs", "5", "--out", str(tmp_path)]) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "--seed" in out and "--epochs" in out
     assert not (tmp_path / "sp-square.json").exists()
 
@@ -34,7 +34,7 @@ def test_experiment_rejects_react_options(tmp_path, capsys):
     ("torus-ring", "torus:64x64", "would materialise about 1.34e+08 flows")])
 def test_metrics_bad_or_huge_fabric_is_an_error(algorithm, fabric, words, capsys):
     assert main(["sp", "metrics", algorithm, "--fabric", fabric]) == 2
-    assert words in capsys.readouterr().out
+    assert words in capsys.readouterr().err
 
 
 def test_metrics_huge_torus_by_symmetry(capsys):
@@ -61,9 +61,9 @@ def test_metrics_alpha_beta_time(capsys):
 
 def test_metrics_refuses_sp_generator_on_wrong_fabric(capsys):
     assert main(["sp", "metrics", "sp-allreduce", "--fabric", "hyperx:4x4"]) == 2
-    assert "sp-hyperx" in capsys.readouterr().out
+    assert "sp-hyperx" in capsys.readouterr().err
     assert main(["sp", "metrics", "sp-spineleaf", "--fabric", "hyperx:4x4"]) == 2
-    assert "sp-hyperx" in capsys.readouterr().out
+    assert "sp-hyperx" in capsys.readouterr().err
     assert main(["sp", "metrics", "sp-hyperx", "--fabric", "hyperx:4x4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["omega"] == pytest.approx(1)
     assert main(["sp", "metrics", "sp-allreduce", "--fabric", "hyperx:4x4", "--force", "--json"]) == 0
@@ -90,11 +90,11 @@ def test_ksp_and_metrics_memory_limit(capsys):
     assert f"    1     1      2  131072 {131072 / 4095:7.3f}" in out
     assert "   64    64    128    4095   1.000   1.000" in out
     assert main(["sp", "ksp", "--fabric", "torus:64x32"]) == 2  # unequal sides: no k-SP trees
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.startswith("error:") and "equal sides" in out and "k  depth" not in out
     # 4x4 SP: 2d·2p(p-1) = 1920 flows x 140 B = 268800 B, over a 200 KB limit
     assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--max-memory", "200KB"]) == 2
-    assert "1.92e+03 flows" in capsys.readouterr().out
+    assert "1.92e+03 flows" in capsys.readouterr().err
 
 
 # --- issue 5 review: the sp CLI's options -------------------------------------------------
@@ -110,7 +110,7 @@ def test_bad_out_fails_before_running(argv, where, tmp_path, capsys):
     blocker.write_text("x")
     out = blocker if where == "file" else blocker / "x"
     assert main(argv + ["--out", str(out)]) == 2
-    text = capsys.readouterr().out
+    text = capsys.readouterr().err
     assert f"--out {out}" in text and "steps" not in text and "==" not in text  # nothing ran
 
 
@@ -122,7 +122,7 @@ def test_metrics_zero_alpha_and_hop_latency(capsys):
     assert doc["time_alpha_beta_s"] == pytest.approx(30 / 64 * B400, rel=1e-12)
     assert doc["time_round_model_s"] == pytest.approx(30 / 64 * B400, rel=1e-12)
     assert main(["sp", "metrics", "sp-allreduce", "--alpha", "abc"]) == 2
-    assert "error: --alpha: cannot parse" in capsys.readouterr().out
+    assert "error: --alpha: cannot parse" in capsys.readouterr().err
 
 
 def test_metrics_round_model_includes_alpha(capsys):
@@ -144,23 +144,23 @@ def test_metrics_shape_only_to_generators_that_take_it(name, rounds, capsys):
 
 def test_metrics_dims_option_must_match_fabric(capsys):
     assert main(["sp", "metrics", "sp-allreduce", "--option", "dims=3"]) == 2
-    assert "--option dims=3" in capsys.readouterr().out
+    assert "--option dims=3" in capsys.readouterr().err
     assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "-O", "dims=2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["rounds"] == 8
 
 
 def test_metrics_compact_message_true_for_unequal_sides(capsys):
     assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:128x32"]) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "equal sides only" in out and "on torus 128x32: bucket, swing-b, trivance-b" in out
 
 
 def test_metrics_rate_needs_unit_and_sizes_whole_bytes(capsys):
     assert main(["sp", "metrics", "sp-allreduce", "--link-rate", "400"]) == 2
-    assert "did you mean 400Gbps?" in capsys.readouterr().out
+    assert "did you mean 400Gbps?" in capsys.readouterr().err
     for size, words in [("1.5", "not a whole number of bytes"), ("1e300", "more than 1 PiB")]:
         assert main(["sp", "metrics", "sp-allreduce", "--size", size]) == 2
-        assert f"error: --size: '{size}'" in capsys.readouterr().out and words
+        assert f"error: --size: '{size}'" in capsys.readouterr().err and words
     assert main(["sp", "metrics", "sp-allreduce", "--fabric", "torus:4x4", "--size", "1.5KiB"]) == 0
     assert "N = 1.5 KiB (1536 B)" in capsys.readouterr().out
 
@@ -177,5 +177,5 @@ def test_metrics_rate_needs_unit_and_sizes_whole_bytes(capsys):
     (["sp", "goodput", "sp-square", "--sizes", "1.5"], "--sizes: '1.5' is 1.5 bytes")])
 def test_bad_options_fail_first_naming_the_option(argv, words, tmp_path, capsys):
     assert main(argv + ["--out", str(tmp_path)] if argv[1] == "goodput" else argv) == 2
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.startswith("error: ") and words in out and "depth" not in out and "steps" not in out

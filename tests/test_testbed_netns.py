@@ -151,8 +151,112 @@ def test_cli_up_congest_run_down(tmp_path, capsys):
         assert "congestion: 1 into rank 1" in capsys.readouterr().out
         assert main(["testbed", "run", "--timeout", "30", "--", "sh", "-c", "exit $((RANK * 3))"]) == 3
         assert main(["testbed", "congest", "--stop"]) == 0
-        assert main(["testbed", "congest", "--into", "5", "--flows", "1"]) == 1  # no rank 5
+        assert main(["testbed", "congest", "--into", "5", "--flows", "1"]) == 2  # no rank 5: bad input
         assert "rank 5 out of range" in capsys.readouterr().err
     finally:
         assert main(["testbed", "down", "--prefix", prefix]) == 0
     assert _leftovers(prefix) == ([], [])
+
+
+# --- issue 11: what a killed command leaves, the next up/down/run removes ---------------------
+
+def _spawn(code: str) -> subprocess.Popen:
+    """A python child (own session) that prints a line when it reached the point to kill it at."""
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ})
+
+
+def _kill9_after(proc: subprocess.Popen, word: str, timeout: float = 60.0) -> None:
+    import select
+    deadline = time.monotonic() + timeout
+    line = ""
+    while time.monotonic() < deadline and word not in line:
+        if select.select([proc.stdout], [], [], 0.5)[0]:
+            line = proc.stdout.readline()
+            if not line and proc.poll() is not None:
+                break
+    assert word in line, f"child never printed {word!r} (exit {proc.poll()})"
+    proc.kill()
+    proc.wait(10)
+
+
+_MID_BUILD = """
+import sys, time
+from reactccl.runtime.testbed import Testbed, testbed as m
+real, calls = m.shape_egress, []
+def stuck(*a):
+    calls.append(a)
+    if len(calls) == 3:
+        print("mid-build", flush=True)
+        time.sleep(120)
+    return real(*a)
+m.shape_egress = stuck
+Testbed(hosts=4, rate="100mbit", prefix=sys.argv[1] if len(sys.argv) > 1 else "{prefix}").up()
+"""
+
+
+def test_killed_up_is_removed_by_the_next_up(tmp_path):
+    prefix = new_prefix()
+    child = _spawn(_MID_BUILD.format(prefix=prefix))
+    _kill9_after(child, "mid-build")
+    assert netns_mod.list_namespaces(prefix + "-") and (tmp_path / f"{prefix}.json").exists()
+    with Testbed(hosts=2, rate="100mbit") as other:
+        assert [p for p, _ in other.swept] == [prefix]
+        assert netns_mod.list_namespaces(prefix + "-") == [] and not (tmp_path / f"{prefix}.json").exists()
+
+
+def test_killed_up_is_removed_by_down_and_down_of_nothing_fails(tmp_path, capsys):
+    from reactccl.cli.main import main
+    prefix = new_prefix()
+    child = _spawn(_MID_BUILD.format(prefix=prefix))
+    _kill9_after(child, "mid-build")
+    assert main(["testbed", "down"]) == 0          # the only testbed: the half-built one
+    assert _leftovers(prefix) == ([], []) and not (tmp_path / f"{prefix}.json").exists()
+    assert "removed what a killed command left of testbed " + prefix in capsys.readouterr().err
+    assert main(["testbed", "down", "--prefix", "zzz"]) == 1
+    out, err = capsys.readouterr()
+    assert "no testbed 'zzz' to remove" in err and out == ""
+    assert main(["testbed", "down", "--prefix", "Bad!"]) == 2
+
+
+def test_killed_with_block_and_killed_run_leave_nothing_for_the_next_command(tmp_path):
+    # a `with Testbed` block (transient) whose process dies with congestion flows running
+    prefix = new_prefix()
+    child = _spawn(f"""
+from reactccl.runtime.testbed import Testbed
+import time
+with Testbed(hosts=2, rate="100mbit", prefix="{prefix}") as tb:
+    tb.congest(into=1, flows=2)
+    print("congested", flush=True)
+    time.sleep(120)
+""")
+    _kill9_after(child, "congested")
+    assert len(netns_mod.list_namespaces(prefix + "-")) == 5 and _leftovers(prefix)[1]
+    tb = Testbed(hosts=2, rate="100mbit")
+    tb.up()  # removes the dead block's testbed and its flows
+    try:
+        assert _leftovers(prefix) == ([], [])
+        # a `testbed run` launcher killed while its ranks run: the next run stops them first
+        launcher = _spawn(f"""
+from reactccl.runtime.testbed import Testbed
+tb = Testbed.attach("{tb.prefix}")
+import threading, time
+threading.Timer(1.0, lambda: print("running", flush=True)).start()
+tb.run(["sh", "-c", "sleep 97 & sleep 98"], timeout=100, stream=False)
+""")
+        _kill9_after(launcher, "running")
+        ranks = Testbed.attach(tb.prefix).state.ranks
+        assert len(ranks) == 2 and all(netns_mod._alive(p) for p, _ in ranks)
+        ok = Testbed.attach(tb.prefix).run(["true"], timeout=30, stream=False)
+        assert ok.returncode == 0 and not any(netns_mod._alive(p) for p, _ in ranks)
+        assert subprocess.run(["pgrep", "-f", "sleep 9[78]"], capture_output=True).returncode == 1
+        # and once more, this time `down` finds them
+        launcher = _spawn(launcher.args[2])
+        _kill9_after(launcher, "running")
+        ranks = Testbed.attach(tb.prefix).state.ranks
+        assert ranks and all(netns_mod._alive(p) for p, _ in ranks)
+    finally:
+        what = Testbed.attach(tb.prefix).down() if (tmp_path / f"{tb.prefix}.json").exists() else None
+    assert what is not None and what["processes"] >= 2
+    assert subprocess.run(["pgrep", "-f", "sleep 9[78]"], capture_output=True).returncode == 1
+    assert netns_mod.list_namespaces(tb.prefix + "-") == []

@@ -92,3 +92,46 @@ def test_cli_parses_testbed_commands():
     assert (a.into, a.flows, a.duration, a.stop) == (3, 2, 5.0, False)
     a = p.parse_args(["testbed", "run", "--timeout", "9", "--", "python", "-c", "print(1)"])
     assert a.cmd[-3:] == ["python", "-c", "print(1)"] and a.timeout == 9.0
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(hosts=(1,)), "hosts"), (dict(flows=(65,)), "flows"), (dict(modes=("nope",)), "modes"),
+    (dict(epochs=0), "epochs"), (dict(skip=60), "skip"), (dict(mbytes=0.0), "mbytes"),
+    (dict(algorithm="nosuch"), "unknown"), (dict(algorithm="ring-allgather"), "allreduce"),
+    (dict(victim=5, hosts=(4, 8)), "victim")])
+def test_experiment_config_is_checked_before_anything_is_built(kw, words):
+    from reactccl.runtime.testbed.experiment import ExperimentConfig
+    from reactccl.runtime.testbed.netns import TestbedConfigError
+    with pytest.raises(TestbedConfigError, match=words):
+        ExperimentConfig(**kw).check()
+    ExperimentConfig().check()  # the defaults are fine
+
+
+def test_stale_state_means_a_dead_owner_of_an_unfinished_or_transient_testbed(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    from reactccl.runtime.testbed.state import process_token, same_process
+    monkeypatch.setenv("REACTCCL_TESTBED_DIR", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_token = process_token(dead.pid)
+    dead.wait()
+    me = os.getpid()
+    assert same_process(me, process_token(me)) and not same_process(dead.pid, dead_token or "1")
+    s = Testbed(hosts=2, prefix="tststale").state
+    s.owner, s.owner_token = dead.pid, dead_token or "1"
+    assert s.stale()                                       # half-built, its `up` is gone
+    s.complete = True
+    assert not s.stale()                                   # a finished `testbed up`: kept
+    s.transient = True
+    assert s.stale()                                       # a `with Testbed` block whose process died
+    s.owner, s.owner_token = me, process_token(me)
+    assert not s.stale()                                   # ... still alive
+    s.ranks, s.ranks_owner = [[me, process_token(me)]], [dead.pid, dead_token or "1"]
+    assert s.orphan_ranks() == [me]                        # a killed launcher's live rank
+    s.save()
+    old = {k: v for k, v in json.loads(s.path.read_text()).items()
+           if k not in ("owner", "owner_token", "complete", "transient", "ranks", "ranks_owner")}
+    s.path.write_text(json.dumps(old))                     # a file from before ownership was recorded
+    assert load_state("tststale").complete and not load_state("tststale").stale()

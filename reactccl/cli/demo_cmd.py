@@ -20,8 +20,9 @@ from rich.table import Table
 
 from ..experiments.demo import DemoConfig, DemoResult, demo_scenario, run_demo
 from ..experiments.patterns_view import moved_positions, pattern_view, tree_parents
-from ..topology import UnitError, parse_size, parse_topology
-from ..trace import format_bytes, format_time
+from ..topology import UnitError, parse_topology
+from ..topology.units import parse_bytes
+from ..trace import format_byte_rate, format_bytes, format_time
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+#: Most external flows the demo takes: 100,000 ran for ten minutes; the paper uses up to 8.
+MAX_P = 64
+
+
 def fitting_topologies(hosts: int) -> str:
     """The smallest star and fat-tree with at least ``hosts`` hosts, as specs, e.g.
     ``"star:hosts=17 or fat-tree:k=6 (54 hosts)"`` for 17."""
@@ -64,10 +69,14 @@ def check_config(cfg: DemoConfig) -> None:
         ValueError: a flag out of range (named), a topology with too few hosts (with one
             that fits), or whatever :func:`reactccl.experiments.demo.demo_scenario` refuses.
     """
-    for flag, value, low in (("--ranks", cfg.ranks, 1), ("--epochs", cfg.epochs, 1), ("--p", cfg.p, 1),
+    for flag, value, low in (("--ranks", cfg.ranks, 2), ("--epochs", cfg.epochs, 1), ("--p", cfg.p, 1),
                              ("--ecmp-ports", cfg.ecmp_ports, 1), ("--seed", cfg.seed, 0)):
         if value < low:
-            raise ValueError(f"{flag}: expected an integer >= {low}, got {value}")
+            why = " (one rank has nothing to exchange: no flows, no epoch time)" if flag == "--ranks" else ""
+            raise ValueError(f"{flag}: expected an integer >= {low}, got {value}{why}")
+    if cfg.p > MAX_P:
+        raise ValueError(f"--p: at most {MAX_P} external flows (each is simulated on its own; REACT's "
+                         f"experiments use up to 8), got {cfg.p}")
     if not 0 <= cfg.warmup < cfg.epochs:
         raise ValueError(f"--warmup: must satisfy 0 <= warmup < epochs ({cfg.epochs}), got {cfg.warmup}")
     topo = parse_topology(cfg.topology)
@@ -81,7 +90,7 @@ def check_config(cfg: DemoConfig) -> None:
 
 def _config(args: argparse.Namespace) -> DemoConfig:
     return DemoConfig(topology=args.topology, algorithm=args.algorithm, ranks=args.ranks,
-                      message_bytes=parse_size(args.size, "size"), p=args.p, rank=args.rank, epochs=args.epochs,
+                      message_bytes=parse_bytes(args.size, "--size"), p=args.p, rank=args.rank, epochs=args.epochs,
                       warmup=args.warmup, seed=args.seed, ecmp_ports=args.ecmp_ports)
 
 
@@ -96,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json or args.no_progress:
             res = run_demo(cfg)
         else:
-            res = _run_with_progress(cfg, console)
+            res = _run_with_progress(cfg, Console(stderr=True))
     except (ValueError, UnitError, KeyError) as exc:
         text = str(exc)
         Console(stderr=True, highlight=False, soft_wrap=True).print(
@@ -247,7 +256,7 @@ def _decision_details(d: Any) -> list[str]:
 
 
 def _rate(bps: float) -> str:
-    return f"{bps / 1e9:.3f} GB/s"
+    return format_byte_rate(bps)
 
 
 def _results(res: DemoResult) -> Table:

@@ -15,6 +15,7 @@ from ..experiments import EXPERIMENTS, experiment_table, run_experiment
 from ..experiments.sp_figures import EXPERIMENTS as SP_EXPERIMENTS
 from ..experiments.sp_figures import prepare_out
 from ..experiments.sp_figures import run_experiment as run_sp_experiment
+from .errors import progress, report
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -47,6 +48,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _check_params(params: dict) -> None:
+    """ValueError naming the first ``--param`` that is not a REACT parameter or has a bad value
+    (checked here, before any scenario runs in a worker)."""
+    if not params:
+        return
+    from ..tuner import ReactParams
+    known = ReactParams.__dataclass_fields__
+    for name in params:
+        if name not in known:
+            raise ValueError(f"--param {name}: not a REACT parameter (known: {', '.join(known)})")
+    try:
+        ReactParams(**params)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"--param: {exc}") from None
+
+
 def _sp_unsupported(args: argparse.Namespace) -> list[str]:
     """The options given that the sp-* experiments do not take (REACT's scenario options)."""
     given = dict(jobs=args.jobs is not None, seed=args.seed != 0, scenarios=args.scenarios is not None,
@@ -71,36 +88,33 @@ def run(args: argparse.Namespace) -> int:
         try:  # a bad --out fails now, not after the whole run
             prepare_out(args.out if args.out != "results" or args.name not in SP_EXPERIMENTS else "results/sp")
         except ValueError as exc:
-            console.print(f"[red]{exc}[/red]")
-            return 2
+            return report(exc, "experiment")
     if args.name in SP_EXPERIMENTS:
         bad = _sp_unsupported(args)
         if bad:
-            console.print(f"[red]{args.name}: {', '.join(bad)} {'does' if len(bad) == 1 else 'do'} not apply to the SP-allreduce experiments "
-                          f"(deterministic, one run per setting); use --quick/--out/--no-progress here, or "
-                          f"`reactccl sp goodput {args.name} --help` for their own options[/red]")
-            return 2
+            return report(f"{args.name}: {', '.join(bad)} {'does' if len(bad) == 1 else 'do'} not apply to the "
+                          f"SP-allreduce experiments (deterministic, one run per setting); use --quick/--out/"
+                          f"--no-progress here, or `reactccl sp goodput {args.name} --help` for their own options",
+                          "experiment")
         out = args.out if args.out != "results" else "results/sp"
         try:
             console.print(run_sp_experiment(args.name, out, quick=args.quick,
-                                            log=None if args.no_progress else print),
+                                            log=None if args.no_progress else progress),
                           markup=False, highlight=False)
         except ValueError as exc:
-            console.print(f"[red]{exc}[/red]")
-            return 2
+            return report(exc, "experiment")
         return 0
     if args.name not in EXPERIMENTS:
         known = ", ".join([*EXPERIMENTS, *SP_EXPERIMENTS])
-        console.print(f"[red]unknown experiment {args.name!r}; known: {known}[/red]")
-        return 2
+        return report(f"unknown experiment {args.name!r}; known: {known}", "experiment")
     try:
+        _check_params(dict(args.param))
         doc = run_experiment(args.name, quick=args.quick, jobs=args.jobs, out=args.out, seed=args.seed,
                              scenarios=args.scenarios, epochs=args.epochs, warmup=args.warmup,
                              params=dict(args.param), progress=not args.no_progress and not args.json,
                              console=Console(stderr=True))
     except ValueError as exc:
-        console.print(f"[red]{exc}[/red]")
-        return 2
+        return report(exc, "experiment")
     if args.json:
         slim = {k: v for k, v in doc.items() if k != "scenarios"}
         print(json.dumps(slim, indent=1))

@@ -8,11 +8,13 @@ subcommand's help is free of docstring markup; ``reactccl --version`` prints the
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 
 from .. import __version__
 from ._common import PlainParser
+from .errors import USAGE_ERRORS, report
 
 COMMANDS = [
     "reactccl.cli.pattern_cmd",
@@ -40,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code (141, quietly, when a reader such as
-    ``head`` closes the output early, like other Unix tools)."""
+    ``head`` closes the output early, like other Unix tools). Bad input that a command lets
+    through (see :data:`reactccl.cli.errors.USAGE_ERRORS`) is one line on stderr and exit 2,
+    never a traceback (``REACTCCL_TRACEBACK=1`` shows it)."""
     args = build_parser().parse_args(argv)
     try:
         code = int(args.func(args) or 0)
@@ -56,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except USAGE_ERRORS as exc:
+        return report(exc, f"reactccl {args.command}")
 
 
 if __name__ == "__main__":

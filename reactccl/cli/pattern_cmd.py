@@ -11,6 +11,7 @@ from ..algorithms import REGISTRY, generate, names
 from ..algorithms.registry import options as generator_options
 from ..pattern import PatternError, VerificationError, dumps, verify
 from ..pattern.files import load_pattern
+from .errors import report
 from .pattern_io_cmd import add_io_parsers
 
 
@@ -119,9 +120,9 @@ def _wrap(func):
             return 2
         except BrokenPipeError:  # a reader such as `head` closed the pipe: main() ends quietly
             raise
-        except OSError as e:
-            print(f"error: {e.strerror or e}: {e.filename}", file=sys.stderr)
-            return 2
+        except OSError as e:  # e.g. -o /dev/full: ENOSPC with no filename; name the file
+            where = getattr(args, "output", None) or getattr(args, "file", None) or getattr(args, "target", None)
+            return report(e, "error", path=where)
     return run
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
 from ..algorithms import generate
 from ..algorithms.torus_common import pack
@@ -29,6 +30,7 @@ from ..experiments.sp_figures import OPTIONS, fmt_size
 from ..topology import UnitError
 from ..topology.units import parse_bytes, parse_rate, parse_size, parse_time
 from ._common import deprecated_alias
+from .errors import progress, report
 
 EXAMPLE = "reactccl sp metrics sp-allreduce --fabric torus:8x8 ; reactccl sp goodput sp-square --sides 8"
 
@@ -116,7 +118,7 @@ def estimate_flows(name: str, p: int, d: int) -> int:
 
 def _size_guard(name: str, fab, max_memory: str) -> None:
     est = estimate_flows(name, fab.num_nodes, 1 if fab.kind == "spineleaf" else len(fab.shape))
-    need, limit = est * BYTES_PER_FLOW, float(parse_size(max_memory))
+    need, limit = est * BYTES_PER_FLOW, float(parse_size(max_memory, "--max-memory"))
     if need > limit:
         raise PatternError(
             f"{name} on {fab.label} ({fab.num_nodes} nodes) would materialise about {est:.3g} flows, "
@@ -181,7 +183,7 @@ def _metrics(args) -> int:
         print(json.dumps(doc, indent=1))
     else:
         if note:
-            print(f"note: {note}")
+            print(f"note: {note}", file=sys.stderr)
         print(f"{args.algorithm} on {fab.label}: {chunks} chunks, {flows} flows{how}, S = {d.rounds} rounds")
         print(f"  Vol_abs = {d.vol_abs:.4g} N, Vol_phys = {d.vol_phys:.4g} N, Q = {d.q:.4g} N")
         print(f"  Psi = {d.psi:.4f}  Theta = {d.theta:.4f}  Omega = {d.omega:.4f}")
@@ -235,7 +237,7 @@ def _applies(flag: str, key: str, name: str) -> None:
 def _goodput(args) -> int:
     from ..experiments.sp_figures import run_experiment
     name = args.name
-    kw = dict(engine=args.engine, quick=args.quick)
+    kw = dict(engine=args.engine, quick=args.quick, log=progress)
     for flag, key in _FLAGS.items():
         if getattr(args, key) is not None:
             _applies(flag, key, name)
@@ -275,8 +277,7 @@ def _run(args) -> int:
     try:
         return args.sp_func(args)
     except (PatternError, UnitError, ValueError) as e:
-        print(f"error: {e}")
-        return 2
+        return report(e, "error")
 
 
 def add_parser(subparsers) -> None:

@@ -2,7 +2,12 @@
 
 A thin layer over :class:`reactccl.runtime.testbed.Testbed`; see that module for
 the layout. Commands after ``up`` find the testbed through its state file
-(``--prefix`` picks one when several are up).
+(``--prefix`` picks one when several are up). ``up`` and ``down`` first remove what
+killed commands left behind (half-built testbeds, ranks of a killed ``run``; see
+:func:`reactccl.runtime.testbed.testbed.sweep_stale`) and say so on stderr.
+
+Exit codes: 0 done; 1 the testbed failed, or ``down`` found nothing to remove; 2 bad
+arguments (or no root/iproute2); a ``run`` returns the job's code (124 on timeout).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ def _cmd_up(args) -> int:
     tb = tbm.Testbed(hosts=args.hosts, rate=args.rate, prefix=args.prefix, queue=args.queue, cc=args.cc,
                      control=args.control)
     tb.up()
+    _say_swept(tb.swept)
     s = tb.state
     print(f"testbed {s.prefix}: {s.hosts} hosts, {s.rate_bps / 1e6:g} Mbit/s each way per link, "
           f"queue {s.queue_bytes // 1024} KiB, TCP {s.cc}")
@@ -31,19 +37,47 @@ def _cmd_up(args) -> int:
     return 0
 
 
+def _say_swept(swept) -> None:
+    for prefix, what in swept:
+        ns = f"{len(what['namespaces'])} namespaces, " if what["namespaces"] else ""
+        print(f"reactccl testbed: removed what a killed command left of testbed {prefix}: {ns}"
+              f"{what['processes']} processes{', its state file' if what['state_file'] else ''}", file=sys.stderr)
+
+
 def _cmd_down(args) -> int:
+    from ..runtime.testbed.testbed import orphan_prefixes, sweep_stale
     tbm = _tb()
-    prefixes = tbm.known_prefixes() if args.all else [args.prefix]
-    if args.prefix is None and not args.all:
+    if args.prefix is not None:
+        tbm.check_prefix(args.prefix)
+    swept = sweep_stale()
+    _say_swept(swept)
+    if args.all:
+        prefixes = tbm.known_prefixes() + orphan_prefixes()
+        if not prefixes and not swept:
+            print(f"reactccl testbed: no testbed to remove (no state file in {tbm.state_dir()}, no namespaces "
+                  "named like a testbed's)", file=sys.stderr)
+            return 1
+    elif args.prefix is None:
+        if not tbm.known_prefixes() and swept:
+            return 0
         prefixes = [tbm.load_state(None).prefix]
+    else:
+        prefixes = [args.prefix]
+    status = 0
     for prefix in prefixes:
         try:
             tb = tbm.Testbed.attach(prefix)
         except tbm.TestbedError:  # no state file: still remove namespaces with that prefix
             tb = tbm.Testbed(hosts=1, prefix=prefix)
-        tb.down()
-        print(f"testbed {prefix}: removed")
-    return 0
+        what = tb.down()
+        if what["namespaces"] or what["state_file"] or what["processes"]:
+            print(f"testbed {prefix}: removed {len(what['namespaces'])} namespaces, {what['processes']} processes"
+                  f"{' and its state file' if what['state_file'] else ' (it had no state file)'}")
+        elif not any(p == prefix for p, _ in swept):
+            print(f"reactccl testbed: no testbed {prefix!r} to remove (no {tb.state.path}, no namespaces "
+                  f"{prefix}-*)", file=sys.stderr)
+            status = 1
+    return status
 
 
 def _cmd_congest(args) -> int:
@@ -80,13 +114,18 @@ def _cmd_run(args) -> int:
 def _cmd_status(args) -> int:
     tbm = _tb()
     prefixes = tbm.known_prefixes()
-    if not prefixes:
+    orphans = tbm.orphan_prefixes()
+    if not prefixes and not orphans:
         print("no testbed is up")
     for p in prefixes:
         s = tbm.load_state(p)
         flows = ", ".join(f"{g.flows} into rank {g.into}" for g in s.congestion) or "none"
+        left = " [left by a killed command: the next up/down removes it]" if s.stale() else ""
         print(f"{p}: {s.hosts} hosts, {s.rate_bps / 1e6:g} Mbit/s, {s.externals} external senders, "
-              f"congestion: {flows}")
+              f"congestion: {flows}{left}")
+    for p in orphans:
+        print(f"{p}: namespaces without a state file in {tbm.state_dir()} (`reactccl testbed down --prefix {p}` "
+              "removes them)")
     return 0
 
 
@@ -119,7 +158,10 @@ def _wrap(func):
         signal.signal(signal.SIGTERM, _on_sigterm)
         try:
             return func(args)
-        except (tbm.TestbedError, ValueError) as e:
+        except ValueError as e:  # bad arguments (TestbedConfigError is one)
+            print(f"reactccl testbed: {e}", file=sys.stderr)
+            return 2
+        except tbm.TestbedError as e:
             print(f"reactccl testbed: {e}", file=sys.stderr)
             return 1
     return run
@@ -162,7 +204,7 @@ def add_parser(subparsers) -> None:
     r.add_argument("cmd", nargs=argparse.REMAINDER, help="command (after --)")
     r.set_defaults(func=_wrap(_cmd_run))
 
-    d = sub.add_parser("down", help="remove every namespace and process of a testbed")
+    d = sub.add_parser("down", help="remove every namespace and process of a testbed (exit 1 if there is none)")
     prefix_arg(d)
     d.add_argument("--all", action="store_true", help="remove every testbed with a state file")
     d.set_defaults(func=_wrap(_cmd_down))

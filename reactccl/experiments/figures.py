@@ -38,17 +38,22 @@ class SweepConfig:
     def make(cls, quick: bool = False, scenarios: int | None = None, epochs: int | None = None,
              warmup: int | None = None, seed: int = 0, default_scenarios: int = 10) -> "SweepConfig":
         """The paper's sweep, or with ``quick`` 2 scenarios of 30 epochs (warm-up 10); explicit
-        values override either.
+        values override either. With ``epochs`` given and ``warmup`` not, the warm-up is the
+        default one if it is shorter than the run, else a quarter of the run (as ``simulate``).
 
         Raises:
-            ValueError: scenarios < 1 or warmup not in 0..epochs-1.
+            ValueError: scenarios or epochs < 1, or a given warmup not in 0..epochs-1.
         """
         base = cls(2, 30, 10, seed, True) if quick else cls(default_scenarios, PAPER["epochs"], PAPER["warmup"], seed)
+        epochs = base.epochs if epochs is None else int(epochs)
+        if warmup is None:
+            warmup = base.warmup if base.warmup < epochs else max(epochs, 0) // 4
         cfg = replace(base, scenarios=base.scenarios if scenarios is None else int(scenarios),
-                      epochs=base.epochs if epochs is None else int(epochs),
-                      warmup=base.warmup if warmup is None else int(warmup))
+                      epochs=epochs, warmup=int(warmup))
         if cfg.scenarios < 1:
             raise ValueError(f"scenarios: expected >= 1, got {cfg.scenarios}")
+        if cfg.epochs < 1:
+            raise ValueError(f"epochs: expected >= 1, got {cfg.epochs}")
         if not 0 <= cfg.warmup < cfg.epochs:
             raise ValueError(f"warmup: expected 0..epochs-1 (epochs={cfg.epochs}), got {cfg.warmup}")
         return cfg

@@ -100,9 +100,9 @@ def _check_ranks(ranks: Iterable[int], n: int) -> list[int]:
     return ranks
 
 
-def _check_p(p: int, name: str = "p") -> int:
+def _check_p(p: int, name: str = "p", where: str = "background") -> int:
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
-        raise BackgroundError(f"background: {name} must be an integer >= 1, got {p!r}")
+        raise BackgroundError(f"{where}: {name} must be an integer >= 1, got {p!r}")
     return int(p)
 
 
@@ -290,7 +290,7 @@ def random_degrade(topology: Topology, k: int, rate: float, seed: int = 0) -> di
             picked link's capacity.
     """
     cables = topology.cables()
-    k = _check_p(k, "k")
+    k = _check_p(k, "k", "degrade random")
     if k > len(cables):
         raise BackgroundError(f"degrade: k={k} but {topology.name} has {len(cables)} cables")
     rng = np.random.default_rng([int(seed), 2])

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..algorithms import generate
 from ..pattern import CollectivePattern
-from ..topology import Topology, parse_size, parse_topology
+from ..topology import Topology, parse_topology
+from ..topology.units import parse_bytes
 from ..topology import placement as place_ranks
 from ..trace import EpochTrace
 from .background import Background, parse_background
@@ -126,7 +127,7 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
             verified) or a ready pattern.
         ranks: number of ranks N (taken from the pattern when one is given).
         topology: a spec such as ``"fat-tree:k=4"`` or a :class:`Topology`.
-        size: message size in bytes, or text like ``"20MB"`` (decimal) / ``"64MiB"``.
+        size: message size in whole bytes, or text like ``"20MB"`` (decimal) / ``"64MiB"``.
         background: specs as text (``"into:3:p=2"``, see :func:`parse_background`) or objects.
         degrade: degrade specs as text (``"random:k=2:rate=30G"``) or ``{link: bit/s}``.
         ports: ECMP ports per flow; seed: seeds ports, random placement and background.
@@ -150,7 +151,7 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
         pattern, name = generate(algorithm, int(ranks), **dict(options or {})), algorithm
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs: expected an integer >= 1, got {epochs!r}")
-    message = parse_size(size, "size")
+    message = parse_bytes(size, "size")
     hosts = place_ranks(topo, pattern.num_ranks, placement, seed=seed)
     specs = [parse_background(b, hosts) if isinstance(b, str) else b for b in background]
     rates = degrade_rates(topo, degrade, seed)

@@ -19,6 +19,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from .wire import all_gather_json
+
 __all__ = ["clock_offset", "machine_id"]
 
 _TAG = (1 << 20) - 7
@@ -42,9 +44,8 @@ def clock_offset(group=None, rounds: int = 8) -> float:
     rank in turn (CPU tensors, so a Gloo group).
     """
     world, rank = dist.get_world_size(group), dist.get_rank(group)
-    ids: list = [None] * world
-    dist.all_gather_object(ids, machine_id(), group=group)
-    if len(set(ids)) == 1:
+    ids = all_gather_json(machine_id(), group=group, max_bytes=4096)  # plain data, no pickle
+    if len(set(map(str, ids))) == 1:
         return 0.0
     glob = [dist.get_global_rank(group, r) if group is not None else r for r in range(world)]
     buf = torch.zeros(1, dtype=torch.float64)

@@ -4,7 +4,7 @@
 (``reactccl.tuner.run_react``, ``run_baseline``) drive real processes in lock
 step: every rank calls ``run_epoch`` with the same pattern, the epoch runs
 through :class:`RCollective`, and every rank gets the same assembled trace
-(one ``all_gather_object`` per epoch). Each rank then runs its own copy of
+(one all-gather of the records per epoch, as plain JSON data: :mod:`.wire`). Each rank then runs its own copy of
 the controller on identical traces; a seeded controller decides identically
 on all of them, and RCollective's agreement check (which includes the
 pattern digest) stops the job with an error if they ever diverge.
@@ -19,7 +19,10 @@ import torch
 
 from ..pattern import Collective, CollectivePattern
 from ..trace import EpochTrace
+from .faults import BrokenGroup
 from .rcollective import RCollective, pattern_digest
+from .records import assemble_trace, record_from_wire, record_to_wire
+from .wire import all_gather_json
 
 __all__ = ["RealExecutor"]
 
@@ -44,6 +47,7 @@ class RealExecutor:
         self.buf = torch.zeros(int(numel), dtype=dtype)
         self.check_result = check_result and pattern.collective is Collective.ALLREDUCE
         self.epoch = 0
+        self._group = BrokenGroup("RealExecutor", self.rc.rank)
 
     def run_epoch(self, pattern: CollectivePattern) -> EpochTrace:
         """Run one epoch of ``pattern`` (collective: every rank, same pattern); returns its trace."""
@@ -51,7 +55,7 @@ class RealExecutor:
             self.rc.set_pattern(pattern)
         n = self.rc.world
         self.buf.fill_(self.rc.rank + 1)
-        self.rc(self.buf, epoch=self.epoch)
+        self._group.run(lambda: self.rc(self.buf, epoch=self.epoch), self.epoch)  # transport error -> named
         if self.check_result and self.buf.numel():
             want = n * (n + 1) // 2
             bad = torch.nonzero(self.buf != want)
@@ -60,7 +64,16 @@ class RealExecutor:
                 raise RuntimeError(f"RealExecutor on rank {self.rc.rank}, epoch {self.epoch}: element {i} is "
                                    f"{float(self.buf[i])}, expected {want}")
         self.epoch += 1
-        return self.rc.gather_trace()
+        return self._gather_trace()
+
+    def _gather_trace(self) -> EpochTrace:
+        """Every rank's record of the last call, all-gathered as plain data, joined into the trace."""
+        rc = self.rc
+        if rc.clock_offset is None:
+            rc.sync_clock()
+            rc.last_record.clock_offset = rc.clock_offset
+        recs = [record_from_wire(d) for d in all_gather_json(record_to_wire(rc.last_record), group=rc.group)]
+        return assemble_trace(rc.pattern, recs)
 
     def close(self) -> None:
         """Stop the collective's waiter threads."""

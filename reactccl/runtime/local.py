@@ -5,6 +5,10 @@
 ``fn(rank, world_size, arg)`` and sends back its return value (picklable) or
 its exception text. The parent waits with a deadline and kills every process
 left when it passes, so a broken collective never hangs the caller.
+
+Everything listens on 127.0.0.1 only: the parent hosts the rendezvous store bound
+to it (:func:`reactccl.runtime.listen.bound_store`), and the ranks' Gloo pairs use the
+loopback interface unless ``GLOO_SOCKET_IFNAME`` says otherwise.
 """
 
 from __future__ import annotations
@@ -47,7 +51,10 @@ def _child(fn, rank, world, port, pg_timeout, backend, args, out) -> None:
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank % torch.cuda.device_count())
-        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+        from .listen import bound_store, interface_of
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", interface_of("127.0.0.1") or "lo")
+        store = bound_store("127.0.0.1", port, world, is_master=False, timeout=pg_timeout)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=pg_timeout))
         out.put((rank, True, fn(rank, world, *args)))
     except BaseException:  # noqa: BLE001 - the parent reports it with the rank
@@ -82,9 +89,12 @@ def run_local(fn: Callable[..., Any], world_size: int, *args, timeout: float = 6
         LocalRunError: a rank raised or died (unless ``allow_errors``), or the deadline passed.
     """
     import torch.multiprocessing as mp
+
+    from .listen import bound_store
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    port = free_port()
+    store = bound_store("127.0.0.1", 0, world_size + 1, is_master=True, timeout=max(timeout, pg_timeout))
+    port = store.port
     procs = [ctx.Process(target=_child, args=(fn, r, world_size, port, pg_timeout, backend, args, out), daemon=True)
              for r in range(world_size)]
     for p in procs:

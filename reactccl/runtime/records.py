@@ -23,7 +23,7 @@ import numpy as np
 from ..pattern import CollectivePattern
 from ..trace import EpochTrace
 
-__all__ = ["LocalRecord", "assemble_trace", "merge_traces"]
+__all__ = ["LocalRecord", "assemble_trace", "merge_traces", "record_to_wire", "record_from_wire"]
 
 
 @dataclass
@@ -78,6 +78,11 @@ def assemble_trace(pattern: CollectivePattern, records: list[LocalRecord]) -> Ep
         raise ValueError(f"assemble_trace: need one record from each of ranks 0..{N - 1}, got ranks {ranks}")
     epochs = {r.epoch for r in records}
     digests = {r.digest for r in records}
+    for r in records:
+        for name, ids in (("sent", r.sent), ("recv", r.recv)):
+            if ids.size and (ids.min() < 0 or ids.max() >= F):
+                raise ValueError(f"assemble_trace: rank {r.rank}'s record names {name} flow "
+                                 f"{int(ids.max() if ids.max() >= F else ids.min())}, but the pattern has {F} flows")
     if len(epochs) != 1 or len(digests) != 1:
         raise ValueError(f"assemble_trace: records disagree on epoch {sorted(epochs)} or pattern digest "
                          f"{sorted(digests)}")
@@ -129,3 +134,66 @@ def merge_traces(traces: list[EpochTrace]) -> EpochTrace:
     return EpochTrace(traces[0].epoch, p, float(sum(t.message_bytes for t in traces)), start, start + fct,
                       np.sum([t.flow_bytes for t in traces], axis=0), float(sum(t.duration for t in traces)),
                       meta={"executor": "rcollective", "calls": len(traces)})
+
+
+_WIRE_FIELDS = ("rank", "epoch", "enter", "exit", "sent", "sent_start", "sent_bytes", "recv", "recv_end",
+                "message_bytes", "digest", "clock_offset")
+
+
+def record_to_wire(rec: LocalRecord) -> dict:
+    """``rec`` as plain JSON data (ints, floats, lists): what the control plane sends instead
+    of a pickled object. Floats survive exactly (JSON keeps Python's shortest repr)."""
+    return {"rank": int(rec.rank), "epoch": int(rec.epoch), "enter": float(rec.enter), "exit": float(rec.exit),
+            "sent": np.asarray(rec.sent, dtype=np.int64).tolist(),
+            "sent_start": np.asarray(rec.sent_start, dtype=np.float64).tolist(),
+            "sent_bytes": np.asarray(rec.sent_bytes, dtype=np.int64).tolist(),
+            "recv": np.asarray(rec.recv, dtype=np.int64).tolist(),
+            "recv_end": np.asarray(rec.recv_end, dtype=np.float64).tolist(),
+            "message_bytes": int(rec.message_bytes), "digest": int(rec.digest),
+            "clock_offset": float(rec.clock_offset)}
+
+
+def _ints(v, name: str) -> np.ndarray:
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2 ** 62
+                                          for x in v):
+        raise ValueError(f"record field {name!r}: expected a list of integers in [0, 2^62)")
+    return np.array(v, dtype=np.int64)
+
+
+def _floats(v, name: str) -> np.ndarray:
+    if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        raise ValueError(f"record field {name!r}: expected a list of numbers")
+    a = np.array(v, dtype=np.float64)
+    if not np.isfinite(a).all():
+        raise ValueError(f"record field {name!r}: not every time is finite")
+    return a
+
+
+def _number(v, name: str, integer: bool = False):
+    ok = isinstance(v, int) if integer else isinstance(v, (int, float))
+    if not ok or isinstance(v, bool) or (not integer and not np.isfinite(v)):
+        raise ValueError(f"record field {name!r}: expected {'an integer' if integer else 'a finite number'}, "
+                         f"got {type(v).__name__}")
+    return int(v) if integer else float(v)
+
+
+def record_from_wire(d) -> LocalRecord:
+    """The :class:`LocalRecord` in ``d`` (from :func:`record_to_wire`), checked field by field:
+    the data came over the network, so nothing in it is trusted or executed.
+
+    Raises:
+        ValueError: not a dict of exactly the record's fields, a wrong type or a non-finite
+            time (naming the field), or id and time lists of different lengths.
+    """
+    if not isinstance(d, dict) or set(d) != set(_WIRE_FIELDS):
+        got = sorted(d) if isinstance(d, dict) else type(d).__name__
+        raise ValueError(f"record: expected the fields {list(_WIRE_FIELDS)}, got {got}")
+    sent, recv = _ints(d["sent"], "sent"), _ints(d["recv"], "recv")
+    rec = LocalRecord(_number(d["rank"], "rank", True), _number(d["epoch"], "epoch", True),
+                      _number(d["enter"], "enter"), _number(d["exit"], "exit"), sent,
+                      _floats(d["sent_start"], "sent_start"), _ints(d["sent_bytes"], "sent_bytes"), recv,
+                      _floats(d["recv_end"], "recv_end"), _number(d["message_bytes"], "message_bytes", True),
+                      _number(d["digest"], "digest", True), _number(d["clock_offset"], "clock_offset"))
+    if not (len(rec.sent) == len(rec.sent_start) == len(rec.sent_bytes)) or len(rec.recv) != len(rec.recv_end):
+        raise ValueError(f"record of rank {rec.rank}: flow ids and their times/sizes differ in length")
+    return rec

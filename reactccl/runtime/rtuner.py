@@ -19,7 +19,9 @@ decision whose E is earlier than its round's deadline, since a rank might
 already have passed E. So a rank never runs a pattern the others are not
 running.
 
-Faults: if the leader's controller raises, the leader announces "frozen" and
+Faults: if the leader's controller raises, or decides on a pattern that does not fit
+the job (another rank count or collective: checked before announcing, since every
+rank's ``set_pattern`` would refuse it), the leader announces "frozen" and
 every rank keeps the last agreed pattern, with a logged warning. If the
 control plane itself fails on a rank (a peer died or stalled past
 ``timeout``), that rank freezes on its current pattern and warns; the data
@@ -29,6 +31,15 @@ can only disagree if an announcement reached some ranks and not others
 changed pattern then fails with an error instead of computing garbage.
 A failure while the job is ending (``close()`` began, the process group was
 destroyed, the interpreter is exiting) is not a fault: the thread stops quietly.
+
+Wire format: plain data only (:mod:`.wire`: JSON bytes in uint8 tensors over the
+control group). Workers send their records as JSON (:func:`.records.record_to_wire`),
+the leader checks every field before use (:func:`.records.record_from_wire`) and
+announces ``{"kind": "keep" | "frozen" | "change", ...}`` with the new pattern as
+``reactccl.pattern/1`` JSON, which every rank loads and verifies. Nothing is unpickled,
+so a process that reaches the rendezvous or a Gloo port cannot make the leader run code.
+Listening addresses: see :mod:`.listen` (the control group's Gloo pairs use
+``control_ifname``, by default the interface towards ``MASTER_ADDR``).
 
 Controller protocol (``reactccl.tuner.ReactController`` or anything alike):
 ``observe(trace: EpochTrace) -> decision | None``, where a decision is a
@@ -52,8 +63,10 @@ from dataclasses import dataclass
 import torch.distributed as dist
 
 from ..pattern import CollectivePattern, dumps, loads, verify
+from .listen import control_interface
 from .rcollective import RCollective, pattern_digest
-from .records import LocalRecord, assemble_trace, merge_traces
+from .records import LocalRecord, assemble_trace, merge_traces, record_from_wire, record_to_wire
+from .wire import MessageError, broadcast_json, gather_json
 
 __all__ = ["RTuner", "ControlPlaneError", "Announcement"]
 
@@ -92,8 +105,11 @@ class RTuner:
             ``apply_delay``; must not exceed the controller's).
         timeout: seconds for each control-plane exchange and for the training thread's
             bounded wait on a late announcement.
-        control_ifname: network interface for the control group (sets
-            ``GLOO_SOCKET_IFNAME`` while the group is created); default: the environment's.
+        control_ifname: network interface the control group's Gloo pairs listen on (sets
+            ``GLOO_SOCKET_IFNAME`` while the group is created). None (default):
+            :func:`reactccl.runtime.listen.control_interface`, i.e. ``GLOO_SOCKET_IFNAME``
+            if set, else the interface towards ``MASTER_ADDR`` (``lo`` on one machine);
+            ``""``: torch's own choice (the host name's address).
 
     Raises:
         ValueError: bad every/delay/leader, or no controller on the leader.
@@ -112,6 +128,9 @@ class RTuner:
             raise ValueError("the leader needs a controller")
         self.controller = controller
         ranks = [dist.get_global_rank(rc.group, r) if rc.group is not None else r for r in range(rc.world)]
+        if control_ifname is None:
+            control_ifname = control_interface()
+        self.control_ifname = control_ifname or None
         with _IFNAME_LOCK:
             old = os.environ.get("GLOO_SOCKET_IFNAME")
             if control_ifname:
@@ -247,31 +266,46 @@ class RTuner:
                 self._cv.notify_all()
 
     def _round(self, k: int, batch: list) -> Announcement:
-        got = [None] * self.rc.world if self.is_leader else None
-        dist.gather_object(batch, got, dst=self._leader_global, group=self.group)
-        msg = [None]
+        wire = [[int(epoch), [record_to_wire(r) for r in recs]] for epoch, recs in batch]
+        try:
+            got, unreadable = gather_json(wire, dst=self._leader_global, group=self.group), None
+        except MessageError as e:
+            if not self.is_leader:  # a size over the limit: every rank raises the same
+                raise
+            got, unreadable = None, e  # a rank sent something that is not JSON: the leader says so
+        msg = None
         if self.is_leader:
             try:
-                msg[0] = self._decide(k, got)
+                if unreadable is not None:
+                    raise unreadable
+                msg = self._decide(k, got)
             except Exception as e:  # noqa: BLE001 - the leader's failure is announced, not fatal
-                log.warning("REACT leader failed in round %d (controller or trace assembly): %r", k, e)
-                msg[0] = ("frozen", f"leader failed in round {k}: {e!r}")
-        dist.broadcast_object_list(msg, src=self._leader_global, group=self.group)
-        kind = msg[0][0]
+                log.warning("REACT leader failed in round %d (controller, trace assembly, or a decision "
+                            "that does not fit the job): %r", k, e)
+                msg = {"kind": "frozen", "why": f"leader failed in round {k}: {e!r}"}
+        msg = broadcast_json(msg, src=self._leader_global, group=self.group)
+        kind = msg.get("kind") if isinstance(msg, dict) else None
         if kind == "frozen":
-            return Announcement(k, self.version, self.deadline(k), None, msg[0][1])
+            return Announcement(k, self.version, self.deadline(k), None, str(msg.get("why", "")))
         if kind == "keep":
             return Announcement(k, self.version, self.deadline(k))
-        _, version, epoch, text = msg[0]
+        if kind != "change" or not all(isinstance(msg.get(f), t) for f, t in
+                                       (("version", int), ("epoch", int), ("pattern", str))):
+            raise ControlPlaneError(f"round {k}: the leader's announcement is not one this version knows: "
+                                    f"{str(msg)[:200]}")
+        version, epoch, text = msg["version"], msg["epoch"], msg["pattern"]
         pattern = loads(text)
         self.version = version
         self._latest = pattern
         self._known[pattern_digest(pattern)] = pattern
         return Announcement(k, version, epoch, pattern)
 
-    def _decide(self, k: int, got: list) -> tuple:
-        """Leader: traces of the batch -> controller -> the announcement message."""
+    def _decide(self, k: int, got: list) -> dict:
+        """Leader: records of the batch (plain data, checked) -> traces -> controller -> the
+        announcement message (plain data). A decision that does not fit the job (another rank
+        count or collective, or not a pattern) raises, like a failing controller."""
         decision = None
+        got = self._parse_batches(k, got)
         for i in range(self.every):
             epoch = got[0][i][0]
             per_rank = [got[r][i][1] for r in range(self.rc.world)]
@@ -282,16 +316,21 @@ class RTuner:
             traces = []
             for j in range(calls):
                 recs = [x[j] for x in per_rank]
-                traces.append(assemble_trace(self._known[recs[0].digest], recs))
+                known = self._known.get(recs[0].digest)
+                if known is None:
+                    raise ControlPlaneError(f"epoch {epoch}: rank 0 ran a pattern (digest {recs[0].digest:x}) "
+                                            "that was never announced")
+                traces.append(assemble_trace(known, recs))
             if traces:
                 d = self.controller.observe(merge_traces(traces))
                 if d is not None:
                     decision = d
         if decision is None:
-            return ("keep",)
-        pattern = decision if isinstance(decision, CollectivePattern) else decision.pattern
+            return {"kind": "keep"}
+        pattern = decision if isinstance(decision, CollectivePattern) else getattr(decision, "pattern", None)
+        self._check_fits(pattern)
         if pattern_digest(pattern) == pattern_digest(self._latest):
-            return ("keep",)
+            return {"kind": "keep"}
         epoch = getattr(decision, "effective_epoch", None)
         epoch = self.deadline(k) if epoch is None else int(epoch)
         if epoch < self.deadline(k):
@@ -299,4 +338,39 @@ class RTuner:
                                     f"learn of round {k} by epoch {self.deadline(k)} (every={self.every}, "
                                     f"delay={self.delay}); give the RTuner a delay <= the controller's")
         verify(pattern)
-        return ("change", self.version + 1, epoch, dumps(pattern))
+        return {"kind": "change", "version": self.version + 1, "epoch": epoch, "pattern": dumps(pattern)}
+
+    def _check_fits(self, pattern) -> None:
+        """ControlPlaneError unless ``pattern`` could replace the job's pattern on every rank
+        (what :meth:`RCollective.set_pattern` would refuse there, checked before announcing)."""
+        if not isinstance(pattern, CollectivePattern):
+            raise ControlPlaneError(f"the controller's decision carries no CollectivePattern "
+                                    f"(got {type(pattern).__name__})")
+        if pattern.num_ranks != self.rc.world:
+            raise ControlPlaneError(f"the controller's pattern {pattern.name or ''} has {pattern.num_ranks} ranks, "
+                                    f"the job has {self.rc.world}; not announced")
+        if pattern.collective != self.rc.pattern.collective:
+            raise ControlPlaneError(f"the controller's pattern computes {pattern.collective.value}, the job runs "
+                                    f"{self.rc.pattern.collective.value}; not announced")
+
+    def _parse_batches(self, k: int, got: list) -> list:
+        """The gathered plain data as ``[[(epoch, [LocalRecord, ...]), ...] per rank]``, each
+        record checked (:func:`record_from_wire`); ValueError naming the rank otherwise."""
+        out = []
+        for r, batch in enumerate(got):
+            if not isinstance(batch, list) or len(batch) != self.every:
+                raise ControlPlaneError(f"round {k}: rank {r} sent {type(batch).__name__} instead of "
+                                        f"{self.every} epochs of records")
+            items = []
+            for item in batch:
+                if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int)
+                        and isinstance(item[1], list)):
+                    raise ControlPlaneError(f"round {k}: rank {r} sent a malformed epoch entry")
+                try:
+                    items.append((item[0], [record_from_wire(x) for x in item[1]]))
+                except ValueError as e:
+                    raise ControlPlaneError(f"round {k}: rank {r}'s records: {e}") from None
+                if any(rec.rank != r for rec in items[-1][1]):
+                    raise ControlPlaneError(f"round {k}: rank {r} sent records of another rank")
+            out.append(items)
+        return out

@@ -1,7 +1,7 @@
 """Parsing of human units used in specs and on the command line.
 
 Rates are bit/s, times seconds, sizes bytes (decimal units as nccl-tests uses
-them: 20MB = 20e6 bytes; binary units KiB/MiB/GiB are 2^10/2^20/2^30).
+them: 20MB = 20e6 bytes, 1TB = 1e12; binary units KiB/MiB/GiB/TiB are 2^10/2^20/2^30/2^40).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ _NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 _RATE = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _TIME = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-_SIZE = {"": 1.0, "b": 1.0, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9,
-         "kib": 2.0 ** 10, "mib": 2.0 ** 20, "gib": 2.0 ** 30}
+_SIZE = {"": 1.0, "b": 1.0, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12,
+         "tb": 1e12, "kib": 2.0 ** 10, "mib": 2.0 ** 20, "gib": 2.0 ** 30, "tib": 2.0 ** 40}
 
 
 def _parse(text: str | float | int, units: dict[str, float], what: str, strip: tuple[str, ...] = (),
@@ -73,7 +73,8 @@ def parse_time(text: str | float, what: str = "time", allow_zero: bool = False) 
 
 
 def parse_size(text: str | float, what: str = "size") -> float:
-    """A size in bytes: ``20MB`` (20e6), ``64KiB`` (65536), ``1e6``."""
+    """A size in bytes, possibly fractional (memory limits, queue sizes): ``20MB`` (20e6),
+    ``64KiB`` (65536), ``2TiB``, ``1e6``. Message sizes use :func:`parse_bytes`."""
     return _parse(text, _SIZE, what)
 
 

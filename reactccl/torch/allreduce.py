@@ -23,6 +23,7 @@ import torch.distributed as dist
 from ..algorithms import generate
 from ..pattern import Collective, CollectivePattern
 from ..pattern.files import load_pattern
+from ..runtime.faults import BrokenGroup
 from ..runtime.rcollective import RCollective
 from ..runtime.rtuner import RTuner
 
@@ -119,6 +120,7 @@ class ReactAllReduce:
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
         self.epoch = 0
         self._records: list = []
+        self._group = BrokenGroup("ReactAllReduce", self.rc.rank)  # remembers a failed data plane
         # close() at garbage collection or interpreter exit (weakref.finalize runs atexit),
         # so the tuner thread never outlives the process group unannounced.
         self._finalizer = weakref.finalize(self, _shutdown, self.tuner, self.rc)
@@ -139,10 +141,15 @@ class ReactAllReduce:
 
     def run(self, tensor: torch.Tensor, end_epoch: bool = True) -> torch.Tensor:
         """AllReduce ``tensor`` in place; ``end_epoch=False`` keeps the epoch open for more
-        calls (the gradient buckets of one training step form one epoch)."""
-        if not self._records and self.tuner is not None:
-            self.tuner.before_epoch(self.epoch)
-        self.rc(tensor, epoch=self.epoch)
+        calls (the gradient buckets of one training step form one epoch).
+
+        Raises:
+            FlowTimeoutError: a flow timed out or the transport failed (a dead peer's
+                ``Connection closed by peer`` included); every later call raises it too,
+                naming the epoch where the group broke, without touching the group.
+            MismatchError: ranks called with different sizes/dtypes/patterns.
+        """
+        self._group.run(lambda: self._run(tensor), self.epoch)  # a transport error -> FlowTimeoutError
         self._records.append(self.rc.last_record)
         if self.average:
             if not tensor.is_floating_point():
@@ -154,6 +161,11 @@ class ReactAllReduce:
             self._records = []
             self.epoch += 1
         return tensor
+
+    def _run(self, tensor: torch.Tensor) -> None:
+        if not self._records and self.tuner is not None:
+            self.tuner.before_epoch(self.epoch)
+        self.rc(tensor, epoch=self.epoch)
 
     def close(self) -> None:
         """Stop the tuner thread and the waiter threads and destroy the control group (idempotent)."""

@@ -12,11 +12,12 @@ Design notes and measured facts: issue 4; shaping choices in :mod:`.shaping`.
 
 from .launcher import RunResult, launch, rank_env
 from .measure import Transfer, measure_transfers
-from .netns import TestbedError, netns_unavailable, require_netns
+from .netns import TestbedConfigError, TestbedError, netns_unavailable, require_netns
 from .shaping import parse_rate, parse_size
-from .state import HOST_IFNAME, TestbedState, known_prefixes, load_state
-from .testbed import Testbed
+from .state import HOST_IFNAME, TestbedState, check_prefix, known_prefixes, load_state, state_dir
+from .testbed import Testbed, orphan_prefixes, sweep_stale
 
-__all__ = ["Testbed", "TestbedError", "TestbedState", "RunResult", "Transfer", "launch", "rank_env",
+__all__ = ["Testbed", "TestbedError", "TestbedConfigError", "TestbedState", "check_prefix", "state_dir",
+           "sweep_stale", "orphan_prefixes", "RunResult", "Transfer", "launch", "rank_env",
            "measure_transfers", "netns_unavailable", "require_netns", "parse_rate", "parse_size",
            "known_prefixes", "load_state", "HOST_IFNAME"]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .netns import TestbedError
+from .netns import TestbedConfigError, TestbedError
 from .testbed import Testbed
 
 __all__ = ["ExperimentConfig", "run_experiment", "summarize", "format_table", "plot_cdf",
@@ -72,6 +72,30 @@ class ExperimentConfig:
     react_options: dict = field(default_factory=dict)
     timeout: float = 900.0
 
+    def check(self) -> None:
+        """Raise TestbedConfigError naming the first bad setting (before any testbed is built)."""
+        from ..entry import allreduce_algorithm_error  # noqa: PLC0415
+        from .worker import MODES  # noqa: PLC0415
+        bad = allreduce_algorithm_error(self.algorithm, "algorithm")
+        if bad:
+            raise TestbedConfigError(bad)
+        if not self.hosts or any(not 2 <= int(n) <= 250 for n in self.hosts):
+            raise TestbedConfigError(f"hosts {list(self.hosts)}: every host count must be in 2..250")
+        if not self.flows or any(not 0 <= int(p) <= 64 for p in self.flows):
+            raise TestbedConfigError(f"flows {list(self.flows)}: every external flow count must be in 0..64")
+        if not self.modes or any(m not in MODES for m in self.modes):
+            raise TestbedConfigError(f"modes {list(self.modes)}: choose from {', '.join(MODES)}")
+        for name in ("epochs", "rounds"):
+            if getattr(self, name) < 1:
+                raise TestbedConfigError(f"{name}: expected an integer >= 1, got {getattr(self, name)}")
+        if not 0 <= self.skip < self.epochs * self.rounds:
+            raise TestbedConfigError(f"skip: expected 0..epochs*rounds-1 ({self.epochs * self.rounds - 1}), "
+                                     f"got {self.skip}")
+        if not self.mbytes > 0 or not self.timeout > 0:
+            raise TestbedConfigError(f"mbytes and timeout must be > 0, got {self.mbytes}, {self.timeout}")
+        if self.victim is not None and not all(0 <= self.victim < n for n in self.hosts):
+            raise TestbedConfigError(f"victim: rank {self.victim} is not in every job (hosts {list(self.hosts)})")
+
 
 def default_victim(algorithm: str, n: int) -> int:
     """The rank receiving the largest share of the message in ``generate(algorithm, n)``
@@ -88,8 +112,10 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path,
     """Run every (N, p) of ``cfg``; write ``out_dir/results.json`` and return the results.
 
     Raises:
+        TestbedConfigError: a bad setting (:meth:`ExperimentConfig.check`, before anything runs).
         TestbedError: no root/iproute2, or a run failed (the failing rank's output is included).
     """
+    cfg.check()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results = {"config": asdict(cfg), "runs": []}

@@ -9,7 +9,10 @@ network, ``REACTCCL_CONTROL_IFNAME``. So the same
 command runs unchanged under real ``torchrun`` across machines.
 
 Like torchrun, when one rank fails the others are stopped; the launcher waits
-with a timeout and returns the first failure's exit code.
+with a timeout and returns the first failure's exit code. The ranks' pids (each the
+leader of its own process group) and the launcher's are kept in the testbed's state
+file while the job runs, so ranks of a launcher killed with ``kill -9`` are stopped by
+the next ``run``, ``up`` or ``down``.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .netns import TestbedError
-from .state import CONTROL_IFNAME
+from .netns import TestbedConfigError
+from .state import CONTROL_IFNAME, process_token
 
 if TYPE_CHECKING:
     from .testbed import Testbed
@@ -97,9 +100,11 @@ def launch(tb: "Testbed", cmd: Sequence[str], *, timeout: float = 600.0,
         TestbedError when ``cmd`` is empty or the testbed is not up.
     """
     if not cmd:
-        raise TestbedError("testbed run: no command given")
-    if timeout <= 0:
-        raise TestbedError(f"timeout={timeout!r}: must be > 0 seconds")
+        raise TestbedConfigError("testbed run: no command given (reactccl testbed run -- CMD ...)")
+    if not timeout > 0:
+        raise TestbedConfigError(f"timeout={timeout!r}: must be > 0 seconds")
+    from .testbed import kill_groups
+    kill_groups(tb.state.orphan_ranks())  # ranks of an earlier launcher that was killed
     procs: list[subprocess.Popen] = []
     pumps: list[threading.Thread] = []
     outputs: list[list[str]] = [[] for _ in range(tb.hosts)]
@@ -111,17 +116,20 @@ def launch(tb: "Testbed", cmd: Sequence[str], *, timeout: float = 600.0,
                          stderr=subprocess.STDOUT, text=True, errors="replace",
                          start_new_session=True)
             procs.append(p)
+            _record(tb, procs)
             th = threading.Thread(target=_pump, args=(p.stdout, r, outputs[r], stream), daemon=True)
             th.start()
             pumps.append(th)
         failed, timed_out = _wait_all(procs, t0 + timeout)
     except BaseException:  # Ctrl-C or a failed start: leave nothing running
         _stop(procs, grace)
+        _record(tb, [])
         raise
     if failed is not None or timed_out:
         _stop(procs, grace)
     for th in pumps:
         th.join(timeout=grace)
+    _record(tb, [])
     codes = [p.poll() for p in procs]
     if timed_out:
         rc = TIMEOUT_EXIT
@@ -132,6 +140,14 @@ def launch(tb: "Testbed", cmd: Sequence[str], *, timeout: float = 600.0,
     return RunResult(returncode=rc, failed_rank=failed, codes=codes,
                      output=["".join(o) for o in outputs], seconds=time.monotonic() - t0,
                      timed_out=timed_out)
+
+
+def _record(tb: "Testbed", procs: list[subprocess.Popen]) -> None:
+    """Keep the running ranks (and this launcher) in the state file, if the testbed has one."""
+    tb.state.ranks = [[p.pid, process_token(p.pid)] for p in procs]
+    tb.state.ranks_owner = [os.getpid(), process_token(os.getpid())] if procs else []
+    if tb.state.path.exists():
+        tb.state.save()
 
 
 def _wait_all(procs: list[subprocess.Popen], deadline: float) -> tuple[int | None, bool]:

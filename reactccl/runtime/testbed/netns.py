@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 
 __all__ = [
-    "TestbedError", "netns_unavailable", "require_netns", "sh", "ip", "tc", "ns_sysctl",
+    "TestbedError", "TestbedConfigError", "netns_unavailable", "require_netns", "sh", "ip", "tc", "ns_sysctl",
     "list_namespaces", "namespace_pids", "kill_pids", "delete_namespace",
 ]
 
@@ -29,6 +29,13 @@ class TestbedError(RuntimeError):
     """Setting up, using or tearing down the emulated cluster failed."""
 
     __test__ = False  # not a pytest test class despite the name
+
+
+class TestbedConfigError(TestbedError, ValueError):
+    """A bad argument (host count, prefix, flow count, timeout...): a TestbedError that is
+    also a ValueError, so the CLI reports it as bad input (exit 2)."""
+
+    __test__ = False
 
 
 def netns_unavailable() -> str | None:
@@ -138,7 +145,10 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def delete_namespace(ns: str) -> None:
-    """Kill every process inside ``ns``, then delete it (its links go with it)."""
-    kill_pids(namespace_pids(ns))
+def delete_namespace(ns: str) -> int:
+    """Kill every process inside ``ns``, then delete it (its links go with it); returns how
+    many processes were inside."""
+    pids = namespace_pids(ns)
+    kill_pids(pids)
     ip(None, "netns", "del", ns, check=False)
+    return len(pids)

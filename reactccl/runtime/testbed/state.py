@@ -4,6 +4,14 @@ commands (``reactccl testbed congest|run|down``) find what ``up`` built.
 Files live in ``$REACTCCL_TESTBED_DIR`` or ``/run/reactccl/testbed`` (root's
 tmpfs: gone after a reboot, like the namespaces themselves), one per prefix:
 ``<dir>/<prefix>.json``.
+
+The file also says who owns what, so that a command killed with ``kill -9`` leaves
+nothing the next command cannot find: the process building the testbed (``owner``,
+with its start time so a reused pid does not count) and whether the build finished
+(``complete``) or the testbed lives only as long as its owner (``transient``: a
+``with Testbed(...)`` block, e.g. ``testbed experiment``); and the rank processes of
+the job ``testbed run`` started (``ranks``, with their launcher in ``ranks_owner``).
+See :meth:`TestbedState.stale` and :func:`process_token`.
 """
 
 from __future__ import annotations
@@ -15,10 +23,10 @@ import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .netns import TestbedError
+from .netns import TestbedConfigError, TestbedError
 
 __all__ = ["TestbedState", "CongestionGroup", "state_dir", "new_prefix", "check_prefix",
-           "load_state", "known_prefixes", "HOST_IFNAME", "CONTROL_IFNAME"]
+           "load_state", "known_prefixes", "process_token", "same_process", "HOST_IFNAME", "CONTROL_IFNAME"]
 
 #: Name of the host-side veth in every host namespace, so one GLOO_SOCKET_IFNAME serves all ranks.
 HOST_IFNAME = "rcl0"
@@ -41,8 +49,25 @@ def new_prefix() -> str:
 def check_prefix(prefix: str) -> str:
     """Return ``prefix`` if valid (2-12 chars, lowercase letter then letters/digits), else raise."""
     if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
-        raise TestbedError(f"prefix {prefix!r}: use 2-12 lowercase letters/digits starting with a letter")
+        raise TestbedConfigError(f"prefix {prefix!r}: use 2-12 lowercase letters/digits starting with a letter")
     return prefix
+
+
+def process_token(pid: int) -> str:
+    """An id of process ``pid`` that a later process reusing the pid does not share (its start
+    time in clock ticks since boot, field 22 of ``/proc/PID/stat``); "" when no such process
+    is alive (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{int(pid)}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError, IndexError):
+        return ""
+    return "" if fields[0] in ("Z", "X") else fields[19]
+
+
+def same_process(pid: int, token: str) -> bool:
+    """Whether ``pid`` is still the process whose :func:`process_token` was ``token``."""
+    return bool(pid) and bool(token) and process_token(pid) == token
 
 
 @dataclass
@@ -79,6 +104,11 @@ class TestbedState:
         control: whether hosts also have an unshaped control link ``rclc`` (10.78.0.0/16).
         externals: number of external (congestion-sender) namespaces created so far.
         congestion: live congestion groups.
+        owner, owner_token: pid and :func:`process_token` of the process that built it.
+        complete: the build finished (``up`` returned).
+        transient: it lives only as long as its owner (a ``with Testbed(...)`` block).
+        ranks: ``[pid, token]`` of each rank of the job ``testbed run`` started (each rank
+            leads its own process group); ``ranks_owner``: ``[pid, token]`` of that launcher.
     """
 
     __test__ = False
@@ -91,6 +121,23 @@ class TestbedState:
     control: bool = False
     externals: int = 0
     congestion: list[CongestionGroup] = field(default_factory=list)
+    owner: int = 0
+    owner_token: str = ""
+    complete: bool = False
+    transient: bool = False
+    ranks: list[list] = field(default_factory=list)
+    ranks_owner: list = field(default_factory=list)
+
+    def stale(self) -> bool:
+        """Left behind by a killed command: its build never finished, or it was transient,
+        and the process that owned it is gone."""
+        return (not self.complete or self.transient) and not same_process(self.owner, self.owner_token)
+
+    def orphan_ranks(self) -> list[int]:
+        """Pids of recorded ranks still alive whose launcher is gone (a killed ``testbed run``)."""
+        if not self.ranks or (self.ranks_owner and same_process(*self.ranks_owner)):
+            return []
+        return [int(p) for p, tok in self.ranks if same_process(int(p), tok)]
 
     @property
     def path(self) -> Path:
@@ -103,7 +150,7 @@ class TestbedState:
     def host_ns(self, rank: int) -> str:
         """Namespace of host ``rank``; raises TestbedError when out of range."""
         if not 0 <= rank < self.hosts:
-            raise TestbedError(f"rank {rank} out of range: testbed {self.prefix} has {self.hosts} hosts")
+            raise TestbedConfigError(f"rank {rank} out of range: testbed {self.prefix} has {self.hosts} hosts")
         return f"{self.prefix}-h{rank}"
 
     def host_addr(self, rank: int) -> str:
@@ -135,7 +182,10 @@ class TestbedState:
     @classmethod
     def from_dict(cls, d: dict) -> "TestbedState":
         groups = [CongestionGroup(**g) for g in d.get("congestion", [])]
-        return cls(**{**d, "congestion": groups})
+        known = set(cls.__dataclass_fields__)
+        # a file written before ownership was recorded: nothing says it is half-built
+        return cls(**{"complete": "owner" not in d, **{k: v for k, v in d.items() if k in known},
+                      "congestion": groups})
 
 
 def known_prefixes() -> list[str]:

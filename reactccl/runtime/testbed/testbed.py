@@ -19,6 +19,8 @@ named ``rcl0`` everywhere, so ``GLOO_SOCKET_IFNAME=rcl0`` serves every rank.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -27,12 +29,12 @@ from pathlib import Path
 
 from . import netns
 from .launcher import RunResult, launch
-from .netns import TestbedError, ip
+from .netns import TestbedConfigError, TestbedError, ip
 from .shaping import DEFAULT_QUEUE_BYTES, parse_rate, parse_size, shape_egress
-from .state import (CONTROL_IFNAME, HOST_IFNAME, CongestionGroup, TestbedState, check_prefix, load_state,
-                    new_prefix)
+from .state import (CONTROL_IFNAME, HOST_IFNAME, CongestionGroup, TestbedState, check_prefix, known_prefixes,
+                    load_state, new_prefix, process_token)
 
-__all__ = ["Testbed", "TRAFFIC_SCRIPT", "MAX_CONGEST_SECONDS"]
+__all__ = ["Testbed", "TRAFFIC_SCRIPT", "MAX_CONGEST_SECONDS", "sweep_stale", "orphan_prefixes", "kill_groups"]
 
 #: The stdlib-only sender/receiver, run by path inside namespaces.
 TRAFFIC_SCRIPT = str(Path(__file__).with_name("traffic.py"))
@@ -71,9 +73,9 @@ class Testbed:
     def __init__(self, hosts: int = 4, rate: str | int = "200mbit", prefix: str | None = None,
                  queue: str | int = DEFAULT_QUEUE_BYTES, cc: str = "reno", control: bool = False):
         if not isinstance(hosts, int) or not 1 <= hosts <= 250:
-            raise TestbedError(f"hosts={hosts!r}: need an integer in 1..250")
+            raise TestbedConfigError(f"hosts={hosts!r}: need an integer in 1..250")
         if cc not in _CC_CHOICES:
-            raise TestbedError(f"cc={cc!r}: choose one of {', '.join(_CC_CHOICES)}")
+            raise TestbedConfigError(f"cc={cc!r}: choose one of {', '.join(_CC_CHOICES)}")
         self.state = TestbedState(prefix=check_prefix(prefix or new_prefix()), hosts=hosts,
                                   rate_bps=parse_rate(rate), queue_bytes=parse_size(queue), cc=cc,
                                   control=bool(control))
@@ -117,11 +119,19 @@ class Testbed:
 
     # -- lifecycle ----------------------------------------------------------------------
     def up(self) -> "Testbed":
-        """Build the star. On any failure (or Ctrl-C) removes what it built and re-raises."""
+        """Build the star. On any failure (or Ctrl-C) removes what it built and re-raises.
+
+        First removes what killed commands left (:func:`sweep_stale`: half-built testbeds and
+        transient ones whose owner is gone, with their processes). The state file is written
+        before the first namespace, with this process as owner, so a ``kill -9`` of this
+        call leaves a file that the next ``up`` or ``down`` finds."""
         netns.require_netns()
+        self.swept = sweep_stale()
         if self.namespaces() or self.state.path.exists():
             raise TestbedError(f"prefix {self.prefix!r} is in use (namespaces or {self.state.path} exist); "
                                f"run `reactccl testbed down --prefix {self.prefix}` or pick another prefix")
+        self.state.owner, self.state.owner_token = os.getpid(), process_token(os.getpid())
+        self.state.complete = False
         self.state.save()  # first, so `down` finds a half-built testbed
         try:
             sw = self.state.switch_ns
@@ -138,22 +148,33 @@ class Testbed:
         except BaseException:
             self.down()
             raise
+        self.state.complete = True
+        self.state.save()
         self._is_up = True
         return self
 
-    def down(self) -> None:
-        """Stop our processes and delete every namespace with this prefix; remove the state file.
+    def down(self) -> dict:
+        """Stop our processes (recorded ranks of ``run`` by process group, congestion flows,
+        anything inside the namespaces) and delete every namespace with this prefix; remove
+        the state file.
 
-        Safe to call twice or on a half-built testbed.
+        Safe to call twice or on a half-built testbed. Returns what it removed:
+        ``{"namespaces": [...], "processes": n, "state_file": bool}``.
         """
+        removed = {"namespaces": [], "processes": 0, "state_file": self.state.path.exists()}
         if netns.netns_unavailable() is None:
-            self.stop_congestion(save=False)
+            ranks = [int(p) for p, tok in self.state.ranks if tok and process_token(int(p)) == tok]
+            removed["processes"] += kill_groups(ranks) + self.stop_congestion(save=False)
             for ns in self.namespaces():
-                netns.delete_namespace(ns)
+                removed["processes"] += netns.delete_namespace(ns)
+                removed["namespaces"].append(ns)
         self.state.remove_file()
         self._is_up = False
+        return removed
 
     def __enter__(self) -> "Testbed":
+        if not self._is_up:
+            self.state.transient = True  # removed by the next up/down if this process dies in the block
         return self if self._is_up else self.up()
 
     def __exit__(self, *exc) -> None:
@@ -212,10 +233,10 @@ class Testbed:
         """
         netns.require_netns()
         if not isinstance(flows, int) or not 1 <= flows <= 64:
-            raise TestbedError(f"flows={flows!r}: need an integer in 1..64")
+            raise TestbedConfigError(f"flows={flows!r}: need an integer in 1..64")
         seconds = MAX_CONGEST_SECONDS if duration is None else float(duration)
         if not 0 < seconds <= MAX_CONGEST_SECONDS:
-            raise TestbedError(f"duration={duration!r}: need 0 < seconds <= {MAX_CONGEST_SECONDS:g}")
+            raise TestbedConfigError(f"duration={duration!r}: need 0 < seconds <= {MAX_CONGEST_SECONDS:g}")
         dst_ns, dst_addr = self.host_ns(into), self.host_addr(into)
         used = {j for g in self.state.congestion for j in g.externals}
         free = [j for j in range(self.state.externals) if j not in used]
@@ -245,7 +266,7 @@ class Testbed:
 
     def stop_congestion(self, save: bool = True) -> int:
         """Stop every congestion flow this testbed started; returns how many processes were signalled."""
-        pids = [p for g in self.state.congestion for p in g.pids]
+        pids = [p for g in self.state.congestion for p in g.pids if _is_traffic(p)]  # not a reused pid
         netns.kill_pids(pids)
         self.state.congestion = []
         if save and self.state.path.exists():
@@ -272,6 +293,61 @@ class Testbed:
             err = proc.stderr.read() if proc.poll() is not None else ""
             raise TestbedError(f"traffic sink in {ns} on port {port} did not start: {line!r} {err.strip()}")
         return proc
+
+
+def _is_traffic(pid: int) -> bool:
+    """Whether ``pid`` is alive and runs our traffic script (a recorded pid may have been reused)."""
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
+            return netns._alive(pid) and TRAFFIC_SCRIPT.encode() in f.read()
+    except OSError:
+        return False
+
+
+def kill_groups(pids: Sequence[int], grace: float = 2.0) -> int:
+    """SIGTERM, then after ``grace`` s SIGKILL, the process groups led by ``pids`` (ranks that
+    ``testbed run`` started, each in its own session); returns how many groups were alive."""
+    alive = [p for p in pids if netns._alive(p)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in alive:
+            try:
+                os.killpg(p, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        while sig == signal.SIGTERM and time.monotonic() < deadline and any(netns._alive(p) for p in alive):
+            time.sleep(0.05)
+    return len(alive)
+
+
+def sweep_stale() -> list[tuple[str, dict]]:
+    """Remove every testbed whose state file says a killed command left it (a half-built
+    ``up``, or a transient ``with Testbed`` block, whose owner process is gone): its
+    processes, namespaces and state file. Also stops the ranks of killed ``testbed run``
+    launchers on testbeds that stay. Returns ``[(prefix, what down() removed)]``."""
+    out = []
+    for prefix in known_prefixes():
+        try:
+            st = load_state(prefix)
+        except (TestbedError, ValueError, OSError):
+            continue
+        tb = Testbed.attach(prefix)
+        if st.stale():
+            out.append((prefix, tb.down()))
+        elif st.orphan_ranks():
+            n = kill_groups(st.orphan_ranks())
+            tb.state.ranks, tb.state.ranks_owner = [], []
+            tb.state.save()
+            out.append((prefix, {"namespaces": [], "processes": n, "state_file": False}))
+    return out
+
+
+def orphan_prefixes() -> list[str]:
+    """Prefixes of namespaces named like a testbed's (``P-sw``) that have no state file here
+    (e.g. left by a ``down`` killed half way, or by a testbed with another REACTCCL_TESTBED_DIR).
+    Not removed automatically: ``testbed down --prefix P`` removes them."""
+    known = set(known_prefixes())
+    return sorted({ns[:-3] for ns in netns.list_namespaces() if ns.endswith("-sw")} - known)
 
 
 def _readline_with_timeout(proc: subprocess.Popen, timeout: float) -> str:

@@ -24,7 +24,6 @@ namespaces of one machine). Rank 0 writes the JSON result (see :func:`main`).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import sys
@@ -62,6 +61,24 @@ def in_fraction(pattern) -> list[float]:
     return np.bincount(pattern.dst, weights=pattern.flow_fraction, minlength=pattern.num_ranks).tolist()
 
 
+def _check_args(ap: argparse.ArgumentParser, a: argparse.Namespace, modes: list[str]) -> None:
+    from ..entry import allreduce_algorithm_error  # noqa: PLC0415
+    if not modes or any(m not in MODES for m in modes):
+        ap.error(f"--modes {a.modes!r}: choose from {', '.join(MODES)}")
+    if allreduce_algorithm_error(a.algorithm):
+        ap.error(allreduce_algorithm_error(a.algorithm))
+    for flag, value in (("--epochs", a.epochs), ("--rounds", a.rounds)):
+        if value < 1:
+            ap.error(f"{flag}: expected an integer >= 1, got {value}")
+    if not a.mbytes > 0 or not a.timeout > 0:
+        ap.error(f"--mbytes and --timeout must be > 0, got {a.mbytes}, {a.timeout}")
+    try:
+        if not isinstance(json.loads(a.react), dict):
+            raise ValueError("not an object")
+    except ValueError as e:
+        ap.error(f"--react: expected a JSON object of ReactAllReduce arguments ({e})")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the segments; rank 0 writes ``{"modes": {mode: {"epoch_times": [...], ...}}, ...}``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -75,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="JSON result file (written by rank 0)")
     a = ap.parse_args(argv)
     modes = [m for m in a.modes.split(",") if m]
+    _check_args(ap, a, modes)  # before the process group: every rank stops with one line
 
     import torch  # noqa: PLC0415
     import torch.distributed as dist  # noqa: PLC0415
@@ -82,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     from ...algorithms import generate  # noqa: PLC0415
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=a.timeout))
+    from ..listen import init_process_group  # noqa: PLC0415
+    init_process_group("gloo", timeout=a.timeout)  # the store listens on MASTER_ADDR only
     rank, world = dist.get_rank(), dist.get_world_size()
     initial = generate(a.algorithm, world)
     ops = _make_ops(modes, a.algorithm, json.loads(a.react))
@@ -104,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
             if float(x[0]) != expect or float(x[-1]) != expect:
                 raise RuntimeError(f"rank {rank}, mode {m}: wrong AllReduce result "
                                    f"{float(x[0])}, {float(x[-1])} (expected {expect})")
-    gathered: list = [None] * world
-    dist.all_gather_object(gathered, {"enter": enter, "leave": leave})
+    from ..wire import all_gather_json  # noqa: PLC0415
+    gathered = all_gather_json({"enter": enter, "leave": leave})  # plain data, no pickle
     if rank == 0:
         result = {"world": world, "algorithm": a.algorithm, "message_bytes": numel * 4,
                   "in_fraction": in_fraction(initial), "in_degree": initial.degrees()[0].tolist(),

@@ -1,0 +1,69 @@
+"""One way for every subcommand to report bad input: one line on stderr, exit code 2.
+
+:func:`report` prints ``PREFIX: message`` (the message's first line; the full text of a
+multi-line error stays available with ``REACTCCL_TRACEBACK=1``); :func:`os_error_text`
+words an :class:`OSError` with the path it concerns even when the OS gives none (a write
+to ``/dev/full`` fails with ``ENOSPC`` and ``filename=None``). :data:`USAGE_ERRORS` are the
+exception types that mean bad input (ValueError covers PatternError, UnitError,
+TopologyError, BackgroundError...); ``reactccl.cli.main`` turns any of them that a command
+lets through into the same one line, so no bad input ends in a traceback.
+
+Exit codes follow argparse and nccl-tests' habit: 0 done, 1 a check failed (``pattern verify``
+FAIL, ``testbed down`` with nothing to remove), 2 bad input, 130 interrupted, 141 closed pipe.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+
+__all__ = ["USAGE_ERRORS", "report", "os_error_text", "error_text", "progress", "EXIT_USAGE"]
+
+EXIT_USAGE = 2
+
+#: Exceptions that mean "the input was wrong", not "reactccl has a bug".
+USAGE_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, MemoryError, RecursionError)
+
+
+def os_error_text(exc: OSError, path: str | os.PathLike | None = None) -> str:
+    """``"PATH: reason"`` for an OSError: its own filename, else ``path``, else the reason
+    alone (never ``"...: None"``)."""
+    reason = exc.strerror or (errno.errorcode.get(exc.errno, "") if exc.errno else "") or str(exc)
+    where = exc.filename if exc.filename is not None else path
+    return f"{os.fspath(where)}: {reason}" if where is not None else reason
+
+
+def error_text(exc: BaseException, path: str | os.PathLike | None = None) -> str:
+    """The message for ``exc`` on one line: OSError as :func:`os_error_text`, MemoryError and
+    RecursionError said plainly, KeyError without repr quotes, anything else ``str(exc)``."""
+    if isinstance(exc, OSError):
+        text = os_error_text(exc, path)
+    elif isinstance(exc, MemoryError):
+        text = f"out of memory{': ' + str(exc) if str(exc) else ''} (use a smaller input)"
+    elif isinstance(exc, RecursionError):
+        text = "input nested too deeply"
+    elif isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        text = exc.args[0]
+    else:
+        text = str(exc) or type(exc).__name__
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[0].strip() if lines else type(exc).__name__
+
+
+def report(exc: BaseException | str, prefix: str = "error", path: str | os.PathLike | None = None) -> int:
+    """Print ``PREFIX: message`` as one line on stderr; returns :data:`EXIT_USAGE` (2).
+
+    A message that already starts with ``PREFIX:`` is not prefixed twice."""
+    text = exc if isinstance(exc, str) else error_text(exc, path)
+    text = text if text.startswith(f"{prefix}:") else f"{prefix}: {text}"
+    if os.environ.get("REACTCCL_TRACEBACK") and isinstance(exc, BaseException):
+        import traceback
+        traceback.print_exception(exc, file=sys.stderr)
+    print(text, file=sys.stderr, flush=True)
+    return EXIT_USAGE
+
+
+def progress(*parts) -> None:
+    """A progress line on stderr (stdout keeps the result, as in ``simulate`` and ``pattern``)."""
+    print(*parts, file=sys.stderr, flush=True)

@@ -1,0 +1,20 @@
+"""Argument checks for programs that every rank runs (examples, the testbed worker).
+
+They run before ``init_process_group``: a bad argument then stops every rank at once
+with one argparse line (exit 2), instead of each rank printing a traceback or waiting
+for peers that already died.
+"""
+
+from __future__ import annotations
+
+__all__ = ["allreduce_algorithm_error"]
+
+
+def allreduce_algorithm_error(name: str, flag: str = "--algorithm") -> str | None:
+    """Why ``name`` is not a registered AllReduce generator (naming ``flag``), or None."""
+    from ..algorithms import REGISTRY, names
+    if name not in REGISTRY:
+        return f"{flag} {name!r}: unknown; known: {', '.join(names())}"
+    if REGISTRY[name].collective != "allreduce":
+        return f"{flag} {name}: computes {REGISTRY[name].collective}, but this program needs an allreduce"
+    return None
