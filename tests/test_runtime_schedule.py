@@ -36,7 +36,7 @@ def _copy_after_reduce():
     return p
 
 
-def _run(p, numel, parts, rng, staging="needed"):
+def _run(p, numel, parts, rng, staging="needed", direct=False):
     """Every rank's schedule with run_data's rules; returns inputs and final states."""
     n = p.num_ranks
     x = [rng.integers(-1000, 1000, numel) for _ in range(n)]
@@ -50,7 +50,7 @@ def _run(p, numel, parts, rng, staging="needed"):
             keep = state[r][b[r]:b[r + 1]].copy()
             state[r][:] = -555_555
             state[r][b[r]:b[r + 1]] = keep
-    sch = [build_schedule(p, r, numel, parts, staging) for r in range(n)]
+    sch = [build_schedule(p, r, numel, parts, staging, direct=direct) for r in range(n)]
     recv_of = {(o.flow, o.part): (r, o.index) for r, s in enumerate(sch) for o in s.recvs}
     assert sorted(recv_of) == sorted((o.flow, o.part) for s in sch for o in s.sends)
     st = [[0] * len(s.ops) for s in sch]            # 0 waiting, 1 posted (unstaged send), 2 done
@@ -152,9 +152,9 @@ def test_schedules_compute_the_collective_under_adversarial_timing(numel, parts)
     rng = np.random.default_rng(numel * 10 + parts)
     pats = [generate(a, n, **kw) for a, n, kw in CASES] + [_rd_one_chunk(4), _copy_after_reduce()]
     for p in pats:
-        for staging in ("needed", "always"):
-            for _ in range(12 if staging == "needed" else 2):
-                x, out = _run(p, numel, parts, rng, staging)
+        for staging, direct, runs in (("needed", False, 12), ("always", False, 2), ("needed", True, 2)):
+            for _ in range(runs):
+                x, out = _run(p, numel, parts, rng, staging, direct)
                 _check(p, numel, x, out)
 
 
@@ -179,6 +179,10 @@ def test_decisions_on_ring_tree_and_recursive_doubling():
     # the 'always' schedule stages everything (the executor before these options)
     s = build_schedule(ring, 1, 400, 1, "always")
     assert all(o.staged for o in s.ops)
+    # direct (small messages): sends staged, no lane waits; copies still land in place
+    s = build_schedule(ring, 1, 400, 1, direct=True)
+    assert all(o.staged and not o.after for o in s.sends) and not s.lane_next
+    assert any(not o.staged for o in s.recvs)
 
 
 def test_lanes_and_parts():

@@ -51,7 +51,6 @@ import hashlib
 import time
 import zlib
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -62,6 +61,7 @@ from .clock import clock_offset
 from .execute import run_data, run_stepwise
 from .layout import SEND, block_bounds
 from .schedule import Schedule, SliceOp, build_schedule, choose_parts
+from .waiters import Waiters
 from .records import LocalRecord, assemble_trace
 
 __all__ = ["RCollective", "FlowTimeoutError", "MismatchError", "pattern_digest", "TAG_BASE"]
@@ -128,6 +128,8 @@ class RCollective:
             chunk in the same step or it covers several ranges) or ``"always"`` (every
             send and receive through a buffer, as before these options existed).
         in_place: receive copy flows straight into the tensor where that is safe.
+        direct_bytes: messages of at most this many bytes run with the receives waited
+            for on the calling thread (see :mod:`reactccl.runtime.execute`); 0 = never.
 
     Raises:
         ValueError: pattern and group sizes differ, or a bad option.
@@ -140,7 +142,7 @@ class RCollective:
     def __init__(self, pattern: CollectivePattern, group=None, timeout: float = 60.0,
                  check: str = "change", mode: str = "auto", verify_patterns: bool = True, *,
                  pipeline_bytes: int | None = 1 << 20, max_parts: int = 8, staging: str = "needed",
-                 in_place: bool = True) -> None:
+                 in_place: bool = True, direct_bytes: int = 64 << 10) -> None:
         if not dist.is_initialized():
             raise RuntimeError("RCollective: torch.distributed is not initialised (call init_process_group)")
         if check not in ("change", "always", "never"):
@@ -157,6 +159,7 @@ class RCollective:
             raise ValueError(f"max_parts: must be >= 1, got {max_parts}")
         self.pipeline_bytes, self.max_parts = pipeline_bytes, int(max_parts)
         self.staging, self.in_place = staging, bool(in_place)
+        self.direct_bytes = int(direct_bytes)
         self.group = group
         self.rank = dist.get_rank(group)
         self.world = dist.get_world_size(group)
@@ -166,8 +169,8 @@ class RCollective:
         self._plans: OrderedDict = OrderedDict()
         self._checked: OrderedDict = OrderedDict()
         self._buffers: dict = {}
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_size = 0
+        self._pool = Waiters()
+        self._pg = group if group is not None else dist.group.WORLD
         self.calls = 0
         self.clock_offset: float | None = None  # to rank 0's clock; see sync_clock
         self.last_record: LocalRecord | None = None
@@ -261,18 +264,18 @@ class RCollective:
 
     def close(self) -> None:
         """Stop the waiter threads (idle ones at once)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None
+        self._pool.close()
 
     # ------------------------------------------------------------ helpers
     def _schedule(self, numel: int, element_size: int, stepwise: bool) -> Schedule:
         parts = 1 if stepwise else choose_parts(self._pattern, numel, element_size, self.pipeline_bytes,
                                                 self.max_parts)
-        key = (self.digest, numel, parts, stepwise)
+        direct = not stepwise and numel * element_size <= self.direct_bytes
+        key = (self.digest, numel, parts, stepwise, direct)
         sch = self._plans.get(key)
         if sch is None:
-            sch = build_schedule(self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise)
+            sch = build_schedule(self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise,
+                                 direct=direct)
             self._plans[key] = sch
             if len(self._plans) > _CACHE:
                 self._plans.popitem(last=False)
@@ -326,13 +329,8 @@ class RCollective:
         if len(self._checked) > 4 * _CACHE:
             self._checked.popitem(last=False)
 
-    def _waiters(self, n: int) -> ThreadPoolExecutor:
-        if self._pool is None or self._pool_size < n:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False)
-            self._pool_size = max(n, 8)
-            self._pool = ThreadPoolExecutor(self._pool_size, thread_name_prefix="rcollective-wait")
-        return self._pool
+    def _waiters(self, n: int) -> Waiters:
+        return self._pool.ensure(n)
 
     def _error(self, op: SliceOp | None, why: str) -> FlowTimeoutError:
         what = op.describe() if op is not None else "the collective"
@@ -347,7 +345,8 @@ class RCollective:
         return TAG_BASE + op.tag
 
     def _post(self, op: SliceOp, buf: torch.Tensor):
-        peer = self._global[op.peer]
+        """Post ``op`` as ``isend``/``irecv`` (the process group's own call: what
+        ``dist.isend`` ends in, without its per-call argument checks)."""
         if op.kind == SEND:
-            return dist.isend(buf, peer, group=self.group, tag=TAG_BASE + op.tag)
-        return dist.irecv(buf, peer, group=self.group, tag=TAG_BASE + op.tag)
+            return self._pg.send([buf], op.peer, TAG_BASE + op.tag)
+        return self._pg.recv([buf], op.peer, TAG_BASE + op.tag)

@@ -109,6 +109,7 @@ class Schedule:
     recv_flows: np.ndarray
     send_elems: np.ndarray
     lane_next: dict[int, list[int]] = field(default_factory=dict)
+    direct: bool = False
 
     def __post_init__(self) -> None:
         self.sends = [o for o in self.ops if o.kind == SEND]
@@ -193,7 +194,8 @@ def _parts_of(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
 
 
 def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int = 1, stage: str = "needed",
-                   in_place: bool = True, stepwise: bool = False, tag_base: int = 0) -> Schedule:
+                   in_place: bool = True, stepwise: bool = False, tag_base: int = 0,
+                   direct: bool = False) -> Schedule:
     """Build rank ``rank``'s :class:`Schedule`.
 
     Args:
@@ -205,6 +207,9 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
             so a copy is safe in place unless another op of this rank in the same step
             touches its chunks unstaged); else for the data-driven one.
         tag_base: added to every tag.
+        direct: for the executor that waits for receives on the calling thread
+            (``run_direct``): every send is staged and no send waits for another to leave,
+            so nothing the caller waits for can hang on a send.
 
     Raises:
         ValueError: ``rank``/``numel`` out of range, ``parts < 1`` or a bad ``stage``.
@@ -220,11 +225,11 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
     for o in plan.recvs:
         writes.setdefault(o.step, set()).update(o.chunk_list)
     if always or not in_place:
-        direct: set = set()
+        landing: set = set()
     elif stepwise:
-        direct = {o.flow for o in plan.recvs if o.op == 1 and len(o.seg_list) == 1}
+        landing = {o.flow for o in plan.recvs if o.op == 1 and len(o.seg_list) == 1}
     else:
-        direct = in_place_receives(pattern, plan)
+        landing = in_place_receives(pattern, plan)
     graph = pattern.chunk_graph
     send_flows = np.array([o.flow for o in plan.sends], dtype=np.int64)
     recv_flows = np.array([o.flow for o in plan.recvs], dtype=np.int64)
@@ -237,9 +242,9 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
     for o in plan.ops:
         cuts = [_parts_of(int(bounds[c]), int(bounds[c + 1]), parts) for c in o.chunk_list]
         if o.kind == SEND:
-            wanted = always or (o.chunk_list and not writes.get(o.step, set()).isdisjoint(o.chunk_list))
+            wanted = always or direct or (o.chunk_list and not writes.get(o.step, set()).isdisjoint(o.chunk_list))
         else:
-            wanted = always or o.flow not in direct
+            wanted = always or o.flow not in landing
         for j in range(parts):
             live = [k for k, cut in enumerate(cuts) if cut[j][1] > cut[j][0]]
             if not live:
@@ -262,7 +267,7 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
                 offs[o.kind] += n
             for u in units:
                 queues.setdefault(u, []).append(so.index)
-            if o.kind == SEND:
+            if o.kind == SEND and not direct:
                 groups = lanes.setdefault(lane, [])
                 if not groups or groups[-1][0] != o.step:
                     groups.append([o.step, []])
@@ -279,4 +284,4 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
         if so.kind == SEND:
             send_elems[so.slot] += so.numel
     return Schedule(rank, int(numel), parts, ops, queues, offs[SEND], offs[RECV], send_flows, recv_flows,
-                    send_elems, lane_next)
+                    send_elems, lane_next, direct)
