@@ -72,7 +72,7 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
                 times[k].append(float(dt))
         for k in names:
             per_round[k].append(times[k])
-    buckets = len(models["plain"]._get_ddp_logging_data().get("bucket_sizes", "").split(", "))
+    buckets = off.rc.calls / max(off.epoch, 1)      # hook calls per backward pass
     params = sum(p.numel() for p in models["plain"].parameters())
     mine = torch.cat([p.detach().reshape(-1) for p in models["react-on"].parameters()])
     every = [torch.empty_like(mine) for _ in range(world)]
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     r0 = res[0]
     per_round = r0["times"]
     base = [statistics.median(r) for r in per_round["plain"]]
-    print(f"DDP training step on {args.ranks} Gloo ranks: {r0['params']:,} parameters, {r0['buckets']} buckets, "
+    print(f"DDP training step on {args.ranks} Gloo ranks: {r0['params']:,} parameters, {r0['buckets']:g} buckets, "
           f"batch {args.batch}, {args.algorithm}; {args.rounds} round(s) x {args.steps} steps, slowest rank")
     print(f"{'model':>10} {'step':>10} {'ratio to plain':>22}")
     for k, v in per_round.items():

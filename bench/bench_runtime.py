@@ -16,7 +16,9 @@ Methods: ``all_reduce``; one RCollective per ``--algorithms`` entry with the def
 with ``--ablations``, ring variants with one choice turned back each (``-pipe``: no pipeline
 parts; ``-stage``: every send and receive staged; ``-inplace``: copies not received in place;
 ``-direct``: small messages' receives waited for by pool threads, not the calling thread)
-and ``before`` (all four off: the executor as it was before them).
+and ``before`` (all four off: the executor as it was before them). On NCCL RCollective runs
+step by step (one ``batch_isend_irecv`` group per step), which has neither pipeline parts nor
+the direct mode, so only ``-stage``, ``-inplace`` and ``before`` are shown there.
 
 On the shared 2-core development machine 4 Gloo processes are oversubscribed and other jobs
 run: single figures move by 2x between runs, ratios measured in one run move less. Read the
@@ -44,12 +46,14 @@ ABLATIONS = {"-pipe": dict(pipeline_bytes=None), "-stage": dict(staging="always"
              "before": dict(pipeline_bytes=None, staging="always", in_place=False, direct_bytes=0)}
 
 
-def _methods(world: int, algorithms: list[str], ablations: bool, options: dict) -> dict:
+def _methods(algorithms: list[str], ablations: bool, options: dict, cuda: bool) -> dict:
     out = {}
     for a in algorithms:
         out[a] = (a, options)
     if ablations:
         for name, kw in ABLATIONS.items():
+            if cuda and name in ("-pipe", "-direct"):   # the step-by-step NCCL executor has neither
+                continue
             out[f"ring{name}"] = ("ring", {**options, **kw})
     return out
 
@@ -60,7 +64,7 @@ def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps:
     dev = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     rcs = {name: RCollective(generate(a, world), timeout=120, **kw)
-           for name, (a, kw) in _methods(world, algorithms, ablations, options).items()}
+           for name, (a, kw) in _methods(algorithms, ablations, options, cuda).items()}
     res = {}
     for numel in sizes:
         x = torch.randn(numel, device=dev)

@@ -7,27 +7,33 @@ input sits in block r, for ReduceScatter rank r's output ends in block r; see
 (:func:`~reactccl.runtime.layout.chunk_bounds`); a ``reduce`` flow adds into
 the receiver's chunks, a ``copy`` flow overwrites them.
 
-Execution (Gloo, CPU tensors), data-driven as the IR says:
+Execution (details in :mod:`reactccl.runtime.schedule` and :mod:`reactccl.runtime.execute`).
+Each rank turns the pattern into a :class:`~reactccl.runtime.schedule.Schedule`: every chunk
+cut into pipeline parts (about ``pipeline_bytes`` each), every flow into one op per part.
 
-* all receives are posted at the start, each into its own staging buffer,
-  with the tag ``TAG_BASE + flow id`` (unique per peer, step and chunk);
-* a send is staged (copied into its own buffer: the pre-step value, so a
-  rank may send chunk c while receiving into c) and posted as soon as the
-  writes it depends on (``pattern.dependencies()``) are applied;
-* a received flow is applied once it arrived and every earlier write/read of
-  its chunks was done (:class:`~reactccl.runtime.layout.LocalPlan`'s order);
-* a Gloo request only completes when someone waits on it, so a pool of
-  threads waits on every request (send and receive) with the timeout; their
-  completion times are the flows' timestamps. Posting never blocks, so no
-  posting order can deadlock.
+* Gloo, CPU tensors (data-driven): all receives are posted at the start, a copy straight into
+  the tensor where that is provably safe, everything else into a staging buffer; a send is
+  posted as soon as the writes before it in its chunks are applied, straight from the tensor
+  unless this rank writes the chunk in the same step (then it is staged: the pre-step value);
+  a received part is added/copied in once it arrived and the ops before it in its chunks are
+  done. Waiting: small messages (``direct_bytes``) wait for their receives on the calling
+  thread; larger ones on waiter threads (a Gloo request only completes when someone waits on
+  it), whose reports the driver handles in batches.
+* CUDA tensors (NCCL): step by step, a step's sends and receives as one ``batch_isend_irecv``
+  group (NCCL's group call, which makes a ring of sends and receives deadlock-free), timed by
+  CUDA events. ``mode="stepwise"`` runs this path on Gloo too, which is how CI tests it without
+  a GPU (the NCCL test itself needs two GPUs). NCCL wants the first call on a group to be a
+  collective: keep ``check`` on (its all-gather comes first).
 
-On CUDA tensors (NCCL) the same plan runs step by step: a step's sends and
-receives are posted as one ``batch_isend_irecv`` group (NCCL's group call,
-which is what makes a ring of sends and receives deadlock-free there), and
-per-step CUDA events time the flows. ``mode="stepwise"`` runs this path on
-Gloo too, which is how CI tests it without a GPU (the NCCL test itself needs
-two GPUs). NCCL wants the first call on a group to be a collective: keep
-``check`` on (its all-gather comes first).
+Posting order against the project's execution model (within one chunk graph a rank's sends
+go in step order: a send starts once its data has arrived and the rank's sends of earlier
+steps in that chunk graph have left; sends of one step go together; chunk graphs run
+concurrently). The data-driven executor follows it with one refinement and one exception:
+each pipeline part of a chunk graph is a chunk graph of its own (part j of step t+1 may
+leave while part j+1 of step t is in flight, as NCCL's slices do); and with ``direct`` small
+messages, where every send is staged, "have left" is relaxed to "have been posted" (a send
+then waits for nothing but its data). The step-by-step executor is stricter than the rule:
+a step starts when all of this rank's previous step is done, across chunk graphs.
 
 Exactness: integer dtypes give exactly ``dist.all_reduce``'s result. Floats
 (float32/float16/bfloat16) are summed in the tensor's dtype, each (rank,
