@@ -14,8 +14,8 @@
   so no order of arrivals can deadlock.
 
 With a ``direct`` schedule (small messages) the calling thread itself waits for the
-receives, one after another in schedule order (step, flow, part), which saves two thread
-hand-offs per flow; sends are all staged and none waits for another, so every send is posted
+receives, one after another in schedule order (step, flow, part), and for the sends at the
+end, which saves the waiter threads' hand-offs; sends are all staged and none waits for another, so every send is posted
 as soon as its data is ready and no rank can wait on a receive whose send hangs on it (the
 lowest pending receive, in that order, always has its send posted). A received flow's end
 time is then when this thread got to it: exact for one receive per step (ring), an upper
@@ -104,7 +104,7 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
     if not ops:
         return [], []
     sbuf, rbuf = rc._arena(sch, flat)
-    pool = rc._waiters(len(ops))
+    pool = rc._waiters(0 if sch.direct else len(ops))
     events: queue.SimpleQueue = queue.SimpleQueue()
     td = datetime.timedelta(seconds=rc.timeout)
     now = time.monotonic
@@ -126,7 +126,7 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
     lane_wait = [len(o.after) for o in ops]
     lane_next = sch.lane_next
     outstanding = 0
-    direct = []
+    direct, sent = [], []
     for o in sch.recvs:
         buf = rbuf[o.offset:o.offset + o.numel] if o.staged else _view(o, flat)
         work = rc._post(o, buf)
@@ -148,8 +148,12 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
                     continue
                 data = stage(op, flat, sbuf) if op.staged else _view(op, flat)
                 t_post[i] = now()
-                pool.submit(wait, i, rc._post(op, data))
-                outstanding += 1
+                work = rc._post(op, data)
+                if sch.direct:          # staged, nothing waits for it: waited for at the end
+                    sent.append((op, work))
+                else:
+                    pool.submit(wait, i, work)
+                    outstanding += 1
                 state[i] = DONE if op.staged else POSTED
                 for u in op.units:
                     if not op.staged:
@@ -180,6 +184,12 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
         t_done[o.index] = now()
         arrived[o.index] = True
         progress([o.index])
+    for o, work in sent:
+        try:
+            work.wait(timeout=datetime.timedelta(seconds=max(deadline - now(), 1e-3)))
+        except Exception as e:  # noqa: BLE001
+            raise rc._error(o, f"did not complete within {rc.timeout:g} s or failed ({e})") from e
+        arrived[o.index] = True
     while outstanding:
         try:
             batch = [events.get(timeout=max(deadline - now(), 0.0))]

@@ -274,12 +274,12 @@ class RCollective:
 
     # ------------------------------------------------------------ helpers
     def _schedule(self, numel: int, element_size: int, stepwise: bool) -> Schedule:
-        parts = 1 if stepwise else choose_parts(self._pattern, numel, element_size, self.pipeline_bytes,
-                                                self.max_parts)
-        direct = not stepwise and numel * element_size <= self.direct_bytes
-        key = (self.digest, numel, parts, stepwise, direct)
+        key = (self.digest, numel, element_size, stepwise)
         sch = self._plans.get(key)
         if sch is None:
+            parts = 1 if stepwise else choose_parts(self._pattern, numel, element_size, self.pipeline_bytes,
+                                                    self.max_parts)
+            direct = not stepwise and numel * element_size <= self.direct_bytes
             sch = build_schedule(self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise,
                                  direct=direct)
             self._plans[key] = sch
