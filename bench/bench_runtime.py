@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_runtime.py                      # 4 Gloo ranks, 4 B .. 16 MB float32
     .venv/bin/python bench/bench_runtime.py --rounds 3 --ablations   # what each executor choice buys
+    .venv/bin/python bench/bench_runtime.py --before ad2fba4          # and the executor of that revision
     bash bench/bench_runtime_nccl.sh                             # the same table on NCCL (2+ GPUs)
 
 Every rep times each method once, in a rotating order (so drift and other jobs' load hit
@@ -58,13 +59,28 @@ def _methods(algorithms: list[str], ablations: bool, options: dict, cuda: bool) 
     return out
 
 
+def _load_old(rev: str, source: str):
+    """RCollective as it was at git revision ``rev`` (its relative imports resolve to today's
+    reactccl.runtime modules, which must still provide what it uses)."""
+    import types
+    mod = types.ModuleType(f"reactccl.runtime._rcollective_{rev}")
+    mod.__package__ = "reactccl.runtime"
+    exec(compile(source, f"rcollective.py@{rev}", "exec"), mod.__dict__)
+    return mod.RCollective
+
+
 def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps: int, rounds: int,
-           ablations: bool, options: dict) -> dict:
+           ablations: bool, options: dict, old: tuple | None = None) -> dict:
     cuda = dist.get_backend() == "nccl"
     dev = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
-    rcs = {name: RCollective(generate(a, world), timeout=120, **kw)
-           for name, (a, kw) in _methods(algorithms, ablations, options, cuda).items()}
+    rcs = {}
+    if old is not None:
+        OldRC = _load_old(*old)
+        for a in algorithms:
+            rcs[f"{a}@{old[0]}"] = OldRC(generate(a, world), timeout=120)
+    rcs.update({name: RCollective(generate(a, world), timeout=120, **kw)
+                for name, (a, kw) in _methods(algorithms, ablations, options, cuda).items()})
     res = {}
     for numel in sizes:
         x = torch.randn(numel, device=dev)
@@ -134,7 +150,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ablations", action="store_true", help="also ring with each executor choice turned off")
     ap.add_argument("--pipeline-bytes", type=int, default=1 << 20, help="RCollective pipeline part size; 0 = off")
     ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
+    ap.add_argument("--before", metavar="REV", help="also time RCollective as it was at git revision REV "
+                    "(e.g. ad2fba4, before pipelining), side by side")
     args = ap.parse_args(argv)
+    old = None
+    if args.before:
+        import subprocess
+        src = subprocess.run(["git", "show", f"{args.before}:reactccl/runtime/rcollective.py"], capture_output=True,
+                             text=True, cwd=os.path.dirname(os.path.abspath(__file__)), timeout=60)
+        if src.returncode:
+            print(f"bench_runtime: --before {args.before}: {src.stderr.strip()}", file=sys.stderr)
+            return 2
+        old = (args.before, src.stdout)
     if args.backend == "nccl":
         if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
             print("bench_runtime: --backend nccl needs 2 or more CUDA GPUs", file=sys.stderr)
@@ -142,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")  # a hung group fails, not hangs
     options = {"pipeline_bytes": args.pipeline_bytes or None}
     res = run_local(_child, args.ranks, args.sizes, args.algorithms, args.reps, args.rounds, args.ablations,
-                    options, timeout=3600, pg_timeout=300, backend=args.backend)[0]
+                    options, old, timeout=3600, pg_timeout=300, backend=args.backend)[0]
     print(_table(res, 4, args.ranks, args.reps, args.rounds, args.backend))
     return 0
 
