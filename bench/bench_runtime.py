@@ -14,11 +14,13 @@ per method is the median. The table prints each method's median time over all ro
 its ratio to ``dist.all_reduce`` as ``median [min-max over rounds]``.
 
 Methods: ``all_reduce``; one RCollective per ``--algorithms`` entry with the default options;
-with ``--ablations``, ring variants with one choice turned back each (``-pipe``: no pipeline
-parts; ``-stage``: every send and receive staged; ``-inplace``: copies not received in place;
+with ``--ablations``, ring variants with one choice changed each (``+pipe1M``/``+pipe4M``:
+pipeline parts of about 1 or 4 MB, which are off by default; ``-stage``: every send and
+receive staged; ``-inplace``: copies not received in place;
 ``-direct``: small messages' receives waited for by pool threads, not the calling thread)
-and ``before`` (all four off: the executor as it was before them). On NCCL RCollective runs
-step by step (one ``batch_isend_irecv`` group per step), which has neither pipeline parts nor
+and ``before`` (no staging decisions, no in-place receives, no direct mode: the executor's
+choices as they were before them, on today's driver; ``--before REV`` times the old code
+itself). On NCCL RCollective runs step by step (one ``batch_isend_irecv`` group per step), which has neither pipeline parts nor
 the direct mode, so only ``-stage``, ``-inplace`` and ``before`` are shown there.
 
 On the shared 2-core development machine 4 Gloo processes are oversubscribed and other jobs
@@ -42,8 +44,8 @@ from reactccl.runtime import RCollective
 from reactccl.runtime.local import run_local
 from reactccl.trace import format_bytes, format_time
 
-ABLATIONS = {"-pipe": dict(pipeline_bytes=None), "-stage": dict(staging="always"),
-             "-inplace": dict(in_place=False), "-direct": dict(direct_bytes=0),
+ABLATIONS = {"+pipe1M": dict(pipeline_bytes=1 << 20), "+pipe4M": dict(pipeline_bytes=4 << 20),
+             "-stage": dict(staging="always"), "-inplace": dict(in_place=False), "-direct": dict(direct_bytes=0),
              "before": dict(pipeline_bytes=None, staging="always", in_place=False, direct_bytes=0)}
 
 
@@ -53,7 +55,7 @@ def _methods(algorithms: list[str], ablations: bool, options: dict, cuda: bool) 
         out[a] = (a, options)
     if ablations:
         for name, kw in ABLATIONS.items():
-            if cuda and name in ("-pipe", "-direct"):   # the step-by-step NCCL executor has neither
+            if cuda and name[1:5] in ("pipe", "dire"):   # the step-by-step NCCL executor has neither
                 continue
             out[f"ring{name}"] = ("ring", {**options, **kw})
     return out
@@ -148,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=9, help="timed calls per method per round")
     ap.add_argument("--rounds", type=int, default=1, help="rounds (the ratios' spread is over rounds)")
     ap.add_argument("--ablations", action="store_true", help="also ring with each executor choice turned off")
-    ap.add_argument("--pipeline-bytes", type=int, default=1 << 20, help="RCollective pipeline part size; 0 = off")
+    ap.add_argument("--pipeline-bytes", type=int, default=0,
+                    help="RCollective pipeline part size in bytes; 0 = off (default)")
     ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
     ap.add_argument("--before", metavar="REV", help="also time RCollective as it was at git revision REV "
                     "(e.g. ad2fba4, before pipelining), side by side")

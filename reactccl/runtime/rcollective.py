@@ -9,7 +9,8 @@ the receiver's chunks, a ``copy`` flow overwrites them.
 
 Execution (details in :mod:`reactccl.runtime.schedule` and :mod:`reactccl.runtime.execute`).
 Each rank turns the pattern into a :class:`~reactccl.runtime.schedule.Schedule`: every chunk
-cut into pipeline parts (about ``pipeline_bytes`` each), every flow into one op per part.
+cut into pipeline parts (about ``pipeline_bytes`` each; off by default), every flow into one
+op per part.
 
 * Gloo, CPU tensors (data-driven): all receives are posted at the start, a copy straight into
   the tensor where that is provably safe, everything else into a staging buffer; a send is
@@ -128,7 +129,10 @@ class RCollective:
             given (default True; a wrong pattern would silently give wrong sums).
         pipeline_bytes: target bytes per pipeline part: each chunk is cut into
             ``round(largest chunk bytes / pipeline_bytes)`` parts (1 to ``max_parts``);
-            None turns pipelining off. Data-driven executor only.
+            None (default) turns pipelining off. Data-driven executor only. Off by
+            default because on the 2-core development machine it cost more (CPU per extra
+            op and thread wake) than the overlap bought (``bench_runtime.py --ablations``,
+            ``+pipe`` columns); the overlap needs a core free for the transport.
         max_parts: the most parts per chunk.
         staging: ``"needed"`` (default: stage a send only where this rank writes its
             chunk in the same step or it covers several ranges) or ``"always"`` (every
@@ -147,7 +151,7 @@ class RCollective:
 
     def __init__(self, pattern: CollectivePattern, group=None, timeout: float = 60.0,
                  check: str = "change", mode: str = "auto", verify_patterns: bool = True, *,
-                 pipeline_bytes: int | None = 1 << 20, max_parts: int = 8, staging: str = "needed",
+                 pipeline_bytes: int | None = None, max_parts: int = 8, staging: str = "needed",
                  in_place: bool = True, direct_bytes: int = 64 << 10) -> None:
         if not dist.is_initialized():
             raise RuntimeError("RCollective: torch.distributed is not initialised (call init_process_group)")
