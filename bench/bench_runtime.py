@@ -46,6 +46,7 @@ from reactccl.trace import format_bytes, format_time
 
 ABLATIONS = {"+pipe1M": dict(pipeline_bytes=1 << 20), "+pipe4M": dict(pipeline_bytes=4 << 20),
              "-stage": dict(staging="always"), "-inplace": dict(in_place=False), "-direct": dict(direct_bytes=0),
+             "+directAll": dict(direct_bytes=1 << 62),
              "before": dict(pipeline_bytes=None, staging="always", in_place=False, direct_bytes=0)}
 
 

@@ -115,7 +115,14 @@ def _expected(p, x, rank):
 # "pooled": the data-driven executor with waiter threads (as for large messages) and pipeline
 # parts even on these small test messages; "data" at these sizes runs the direct executor
 MODES = {"data": {}, "stepwise": {"mode": "stepwise"},
-         "pooled": {"mode": "data", "direct_bytes": 0, "pipeline_bytes": 16, "max_parts": 3}}
+         "pooled": {"mode": "data", "direct_bytes": 0, "pipeline_bytes": 16, "max_parts": 3},
+         "mixed": {"mode": "data"}}   # with _TINY = 0: direct only on ranks with one receive per step
+
+
+def _collective(p, mode):
+    import reactccl.runtime.rcollective as rcmod
+    rcmod._TINY = 0 if mode == "mixed" else 64 << 10
+    return RCollective(p, timeout=20, **MODES[mode])
 
 
 def _exact_cases(rank, world, cases):
@@ -124,7 +131,7 @@ def _exact_cases(rank, world, cases):
     for label, p, numel, mode in cases:
         x = _inputs(rank, numel, torch.int64)
         want, mask = _expected(p, x, rank)
-        rc = RCollective(p, timeout=20, **MODES[mode])
+        rc = _collective(p, mode)
         got = rc(x.clone())
         ok = torch.equal(got[mask], want[mask])
         if p.collective.value == "reducescatter":   # the defined part is exactly this rank's block
@@ -202,7 +209,7 @@ def _child_world5(rank, world):
             generate("binomial-broadcast", 5, root=2), generate("binomial-reduce", 5, root=3)]
     cases = [(f"{p.name} n={numel}", p, numel, "data") for p in pats for numel in (1, 7, 13, 100)]
     cases += [(f"{p.name} n={n} {m}", p, n, m) for p in pats for n, m in ((13, "stepwise"), (13, "pooled"),
-                                                                          (100, "pooled"))]
+                                                                          (100, "pooled"), (100, "mixed"))]
     return {"exact": _exact_cases(rank, world, cases),
             "float": _float_cases(rank, world, [(f"{p.name} {dt}", p, 257, dt) for p in pats[:3]
                                                 for dt in (torch.float32, torch.float16, torch.bfloat16)])}

@@ -50,7 +50,11 @@ def _run(p, numel, parts, rng, staging="needed", direct=False):
             keep = state[r][b[r]:b[r + 1]].copy()
             state[r][:] = -555_555
             state[r][b[r]:b[r + 1]] = keep
-    sch = [build_schedule(p, r, numel, parts, staging, direct=direct) for r in range(n)]
+    if direct == "mixed":       # each rank decides alone whether it runs the direct executor
+        direct = [bool(rng.integers(2)) for _ in range(n)]
+    elif not isinstance(direct, list):
+        direct = [direct] * n
+    sch = [build_schedule(p, r, numel, parts, staging, direct=direct[r]) for r in range(n)]
     recv_of = {(o.flow, o.part): (r, o.index) for r, s in enumerate(sch) for o in s.recvs}
     assert sorted(recv_of) == sorted((o.flow, o.part) for s in sch for o in s.sends)
     st = [[0] * len(s.ops) for s in sch]            # 0 waiting, 1 posted (unstaged send), 2 done
@@ -152,7 +156,8 @@ def test_schedules_compute_the_collective_under_adversarial_timing(numel, parts)
     rng = np.random.default_rng(numel * 10 + parts)
     pats = [generate(a, n, **kw) for a, n, kw in CASES] + [_rd_one_chunk(4), _copy_after_reduce()]
     for p in pats:
-        for staging, direct, runs in (("needed", False, 12), ("always", False, 2), ("needed", True, 2)):
+        for staging, direct, runs in (("needed", False, 10), ("always", False, 2), ("needed", True, 2),
+                                     ("needed", "mixed", 4)):
             for _ in range(runs):
                 x, out = _run(p, numel, parts, rng, staging, direct)
                 _check(p, numel, x, out)

@@ -37,7 +37,7 @@ import numpy as np
 from ..pattern import CollectivePattern
 from .layout import RECV, SEND, LocalPlan, local_plan
 
-__all__ = ["SliceOp", "Schedule", "build_schedule", "in_place_receives", "choose_parts"]
+__all__ = ["SliceOp", "Schedule", "build_schedule", "in_place_receives", "choose_parts", "one_receive_per_step"]
 
 _MAX_VISIT = 200_000  # flows a safety proof may look at before giving up (then: stage)
 
@@ -125,6 +125,13 @@ def choose_parts(pattern: CollectivePattern, numel: int, element_size: int, slic
         return 1
     biggest = float(np.max(pattern.chunk_size)) * numel * element_size
     return int(min(max_parts, max(1, round(biggest / slice_bytes))))
+
+
+def one_receive_per_step(pattern: CollectivePattern, rank: int) -> bool:
+    """Whether ``rank`` receives at most one flow in every step (then a thread waiting for its
+    receives in step order sees each one arrive when it does: exact receive times)."""
+    steps = pattern.step[pattern.dst == rank]
+    return steps.size == np.unique(steps).size
 
 
 def _reaches(p: CollectivePattern, target: int, f: int, nonempty: np.ndarray, chunks_of) -> bool:
