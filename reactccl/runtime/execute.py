@@ -230,7 +230,16 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
 
 
 def run_stepwise(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[float]]:
-    """Run ``sch`` step by step, one ``batch_isend_irecv`` per step (see the module docstring)."""
+    """Run ``sch`` step by step, one ``batch_isend_irecv`` per step (see the module docstring).
+    On CUDA everything (events, adds, the final synchronize) runs on ``flat``'s device and its
+    current stream, whichever device the calling thread had selected."""
+    if flat.is_cuda:
+        with torch.cuda.device(flat.device):
+            return _stepwise(rc, flat, sch)
+    return _stepwise(rc, flat, sch)
+
+
+def _stepwise(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[float]]:
     ops = sch.ops
     sbuf, rbuf = rc._arena(sch, flat)
     td = datetime.timedelta(seconds=rc.timeout)

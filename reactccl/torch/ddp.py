@@ -58,7 +58,10 @@ class BucketWorker:
 
     def submit(self, tensor: torch.Tensor, end_epoch: bool) -> torch.futures.Future:
         fut: torch.futures.Future = torch.futures.Future()
-        self._jobs.put((tensor, end_epoch, fut))
+        # CUDA: the thread runs on the caller's device and stream (a new thread would start on
+        # device 0's default stream, and the gradients were written on the caller's)
+        stream = torch.cuda.current_stream(tensor.device) if tensor.is_cuda else None
+        self._jobs.put((tensor, end_epoch, fut, stream))
         return fut
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -71,7 +74,7 @@ class BucketWorker:
             job = jobs.get()
             if job is _STOP:
                 return
-            tensor, end_epoch, fut = job
+            tensor, end_epoch, fut, stream = job
             state = ref()
             if state is None:
                 fut.set_exception(RuntimeError("react_hook: the ReactAllReduce state was garbage-collected"))
@@ -80,9 +83,16 @@ class BucketWorker:
                 fut.set_exception(RuntimeError(f"react_hook: an earlier bucket failed: {self._failed!r}"))
                 continue
             try:
-                state.run(tensor, end_epoch=end_epoch)
-                if not state.average:
-                    tensor.div_(state.world)
+                if stream is not None:
+                    with torch.cuda.device(tensor.device), torch.cuda.stream(stream):
+                        state.run(tensor, end_epoch=end_epoch)
+                        if not state.average:
+                            tensor.div_(state.world)
+                        stream.synchronize()
+                else:
+                    state.run(tensor, end_epoch=end_epoch)
+                    if not state.average:
+                        tensor.div_(state.world)
             except BaseException as e:  # noqa: BLE001 - handed to DDP through the future
                 self._failed = e
                 fut.set_exception(e)
