@@ -20,8 +20,9 @@ receive staged; ``-inplace``: copies not received in place;
 ``-direct``: small messages' receives waited for by pool threads, not the calling thread)
 and ``before`` (no staging decisions, no in-place receives, no direct mode: the executor's
 choices as they were before them, on today's driver; ``--before REV`` times the old code
-itself). On NCCL RCollective runs step by step (one ``batch_isend_irecv`` group per step), which has neither pipeline parts nor
-the direct mode, so only ``-stage``, ``-inplace`` and ``before`` are shown there.
+itself). On NCCL RCollective runs step by step (one ``batch_isend_irecv`` group per step),
+which has neither pipeline parts nor the direct mode, so only ``-stage``, ``-inplace`` and
+``before`` are shown there.
 
 On the shared 2-core development machine 4 Gloo processes are oversubscribed and other jobs
 run: single figures move by 2x between runs, ratios measured in one run move less. Read the

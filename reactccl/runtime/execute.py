@@ -15,9 +15,10 @@
 
 With a ``direct`` schedule (small messages) the calling thread itself waits for the
 receives, one after another in schedule order (step, flow, part), and for the sends at the
-end, which saves the waiter threads' hand-offs; sends are all staged and none waits for another, so every send is posted
-as soon as its data is ready and no rank can wait on a receive whose send hangs on it (the
-lowest pending receive, in that order, always has its send posted). A received flow's end
+end, which saves the waiter threads' hand-offs; sends are all staged and none waits for
+another, so every send is posted as soon as its data is ready and no rank can wait on a
+receive whose send hangs on it (the lowest pending receive, in that order, always has its
+send posted). A received flow's end
 time is then when this thread got to it: exact for one receive per step (ring), an upper
 bound where a rank receives several flows in one step.
 
@@ -29,7 +30,12 @@ order within a step). ``Work.wait()`` makes the current stream wait for NCCL's s
 adds/copies after it run on the current stream once the data is there; CUDA events recorded
 on the current stream before the group and after those adds time the step, which is every
 flow of it (the data is "available to the next dependent kernel", REACT §6.1). With a
-timeout, ``wait`` also blocks the host until the work is done or the timeout passes.
+timeout, ``wait`` also blocks the host until the work is done or the timeout passes
+(``Work.wait``'s documented behaviour), so every step is bounded; PyTorch notes that a hung
+coalesced group may not honour it (pytorch/pytorch#120741), which is why the NCCL bench turns
+on ``TORCH_NCCL_ASYNC_ERROR_HANDLING`` (the watchdog then aborts after the group's timeout).
+``batch_isend_irecv`` on NCCL needs ``torch.cuda.set_device`` per rank and the group's first
+call to be a collective (RCollective's agreement check is one).
 
 Both return ``(send start, receive end)`` per flow of the schedule's ``send_flows`` /
 ``recv_flows`` (``time.monotonic()`` seconds): a flow starts when its first part is posted
