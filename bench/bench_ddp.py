@@ -3,9 +3,10 @@
     .venv/bin/python bench/bench_ddp.py                       # 4 Gloo ranks, ~1.1 M parameters, 4 buckets
     .venv/bin/python bench/bench_ddp.py --steps 40 --rounds 3 --algorithm ring
 
-Three copies of one small MLP (same initial weights) are wrapped in DDP on the same group:
+Four copies of one small MLP (same initial weights) are wrapped in DDP on the same group:
 ``plain`` (DDP's own AllReduce hook), ``react-off`` (``enable_react(model, react=False)``:
-our asynchronous hook, static pattern) and ``react-on`` (``enable_react(model)``: REACT's
+our asynchronous hook, static pattern), ``sync-off`` (the same with the hook as it was before:
+the collective inside the hook, a completed future) and ``react-on`` (``enable_react(model)``: REACT's
 tuner and default controller, no congestion). Every step each model runs one training step
 (forward, backward, SGD update) in a rotating order, after a barrier; the step's time is the
 slowest rank's. It prints the median step time of each and its ratio to ``plain`` as
@@ -37,6 +38,16 @@ def _net(width: int) -> torch.nn.Module:
                                torch.nn.Linear(width, 8))
 
 
+def _sync_hook(state, bucket):
+    """The hook as it was before it became asynchronous: the collective runs inside the hook."""
+    buf = bucket.buffer()
+    state.run(buf, end_epoch=bucket.is_last())
+    buf.div_(state.world)
+    fut = torch.futures.Future()
+    fut.set_result(buf)
+    return fut
+
+
 def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb: float, algorithm: str,
            batch: int) -> dict:
     g = torch.Generator().manual_seed(rank)
@@ -45,6 +56,9 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
     models = {"plain": DDP(_net(width), bucket_cap_mb=bucket_mb)}
     models["react-off"] = DDP(_net(width), bucket_cap_mb=bucket_mb)
     off = rt.enable_react(models["react-off"], algorithm=algorithm, react=False, timeout=120)
+    models["sync-off"] = DDP(_net(width), bucket_cap_mb=bucket_mb)
+    sync = rt.ReactAllReduce(models["sync-off"].process_group, algorithm=algorithm, react=False, timeout=120)
+    models["sync-off"].register_comm_hook(sync, _sync_hook)
     models["react-on"] = DDP(_net(width), bucket_cap_mb=bucket_mb)
     on = rt.enable_react(models["react-on"], algorithm=algorithm, timeout=120)
     opts = {k: torch.optim.SGD(m.parameters(), lr=1e-3) for k, m in models.items()}
@@ -81,6 +95,7 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
                identical=all(torch.equal(e, every[0]) for e in every))
     on.close()
     off.close()
+    sync.close()
     return res
 
 
