@@ -1,41 +1,38 @@
-"""RCollective against ``dist.all_reduce`` on the same Gloo group (localhost processes).
+"""RCollective against ``dist.all_reduce`` on the same process group, side by side in one run.
 
-    .venv/bin/python bench/bench_runtime.py                  # 4 ranks, 4 KB .. 16 MB float32
-    .venv/bin/python bench/bench_runtime.py --ranks 3 --reps 5 --algorithms ring nccl-tree
+    .venv/bin/python bench/bench_runtime.py                      # 4 Gloo ranks, 4 B .. 16 MB float32
+    .venv/bin/python bench/bench_runtime.py --rounds 3 --ablations   # what each executor choice buys
+    .venv/bin/python bench/bench_runtime.py --before ad2fba4          # and the executor of that revision
+    bash bench/bench_runtime_nccl.sh                             # the same table on NCCL (2+ GPUs)
 
-For each message size it prints the median time per AllReduce (the slowest
-rank's time, after a barrier) of ``dist.all_reduce`` and of RCollective
-running each pattern, and the ratio RCollective / all_reduce.
+Every rep times each method once, in a rotating order (so drift and other jobs' load hit
+all methods alike): barrier, call, the slowest rank's time (``all_reduce(MAX)`` of each rank's
+time; on CUDA after ``torch.cuda.synchronize()``), and the CPU time all ranks spent on it
+(``time.process_time``, every thread of the process; it measures a method's own work whatever
+the machine's load). A round is ``--reps`` such reps; its figure
+per method is the median. The table prints each method's median time over all rounds and
+its ratio to ``dist.all_reduce`` as ``median [min-max over rounds]``.
 
-Measured on the shared 2-core development machine (4 processes with other
-jobs running; two runs): 1.2-6x at 4 B, 0.95-3x from 4 KB to 1 MB, 1.0-1.9x
-at 16 MB. Runs differ as much as the gap itself there: read the ratios as an
-order of magnitude, and rerun on a quiet machine for figures.
-Where the gap comes from:
+Methods: ``all_reduce``; one RCollective per ``--algorithms`` entry with the default options;
+with ``--ablations``, ring variants with one choice changed each (``+pipe1M``/``+pipe4M``:
+pipeline parts of about 1 or 4 MB, which are off by default; ``-stage``: every send and
+receive staged; ``-inplace``: copies not received in place;
+``-direct``: small messages' receives waited for by pool threads, not the calling thread)
+and ``before`` (no staging decisions, no in-place receives, no direct mode: the executor's
+choices as they were before them, on today's driver; ``--before REV`` times the old code
+itself). On NCCL RCollective runs step by step (one ``batch_isend_irecv`` group per step),
+which has neither pipeline parts nor the direct mode, so only ``-stage``, ``-inplace`` and
+``before`` are shown there.
 
-* Fixed cost per call: RCollective is a Python driver. Every flow is one
-  ``isend``/``irecv`` (a Python call into c10d), one hand-off to a waiter
-  thread (a Gloo request only completes when someone waits on it) and one
-  queue event back, and each step of the pattern is a separate round trip
-  on the wire; Gloo's all_reduce runs its whole algorithm in C++ on one call.
-  This dominates small messages (the 4 B .. 64 KB rows).
-* Per byte: each flow is staged (a copy of the pre-step chunk into a send
-  buffer, so a rank can send chunk c while it receives into c) and received
-  into its own buffer, then added or copied into the tensor: about two extra
-  memory passes per flow, where Gloo's ring reduces into place.
-* Pipelining: Gloo's ring splits the message into small pieces and overlaps
-  the reduce of one with the transfer of the next; a pattern with N chunks
-  moves whole chunks, so a rank waits for a chunk before it adds and
-  forwards it (``nccl-tree --slices`` pipelines more, at more fixed cost).
-  At 16 MB the transfers over loopback TCP dominate both, and the gap closes.
-
-REACT (§7.2, C.1) reports the same effect on GPUs: "RCollective performs worse
-than NCCL in most cases due to the overheads of p2p communicators".
+On the shared 2-core development machine 4 Gloo processes are oversubscribed and other jobs
+run: single figures move by 2x between runs, ratios measured in one run move less. Read the
+spread, and rerun on a quiet machine for figures to quote.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -48,51 +45,137 @@ from reactccl.runtime import RCollective
 from reactccl.runtime.local import run_local
 from reactccl.trace import format_bytes, format_time
 
-
-def _timed(fn, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        t = time.perf_counter()
-        fn()
-        dt = torch.tensor([time.perf_counter() - t], dtype=torch.float64)
-        dist.all_reduce(dt, op=dist.ReduceOp.MAX)
-        times.append(float(dt))
-    return statistics.median(times)
+ABLATIONS = {"+pipe1M": dict(pipeline_bytes=1 << 20), "+pipe4M": dict(pipeline_bytes=4 << 20),
+             "-stage": dict(staging="always"), "-inplace": dict(in_place=False), "-direct": dict(direct_bytes=0),
+             "+directAll": dict(direct_bytes=1 << 62),
+             "before": dict(pipeline_bytes=None, staging="always", in_place=False, direct_bytes=0)}
 
 
-def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps: int) -> list[dict]:
-    rcs = {a: RCollective(generate(a, world), timeout=120) for a in algorithms}
-    rows = []
+def _methods(algorithms: list[str], ablations: bool, options: dict, cuda: bool) -> dict:
+    out = {}
+    for a in algorithms:
+        out[a] = (a, options)
+    if ablations:
+        for name, kw in ABLATIONS.items():
+            if cuda and name[1:5] in ("pipe", "dire"):   # the step-by-step NCCL executor has neither
+                continue
+            out[f"ring{name}"] = ("ring", {**options, **kw})
+    return out
+
+
+def _load_old(rev: str, source: str):
+    """RCollective as it was at git revision ``rev`` (its relative imports resolve to today's
+    reactccl.runtime modules, which must still provide what it uses)."""
+    import types
+    mod = types.ModuleType(f"reactccl.runtime._rcollective_{rev}")
+    mod.__package__ = "reactccl.runtime"
+    exec(compile(source, f"rcollective.py@{rev}", "exec"), mod.__dict__)
+    return mod.RCollective
+
+
+def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps: int, rounds: int,
+           ablations: bool, options: dict, old: tuple | None = None) -> dict:
+    cuda = dist.get_backend() == "nccl"
+    dev = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    rcs = {}
+    if old is not None:
+        OldRC = _load_old(*old)
+        for a in algorithms:
+            rcs[f"{a}@{old[0]}"] = OldRC(generate(a, world), timeout=120)
+    rcs.update({name: RCollective(generate(a, world), timeout=120, **kw)
+                for name, (a, kw) in _methods(algorithms, ablations, options, cuda).items()})
+    res = {}
     for numel in sizes:
-        x = torch.randn(numel)
-        row = {"bytes": numel * 4, "all_reduce": _timed(lambda: dist.all_reduce(x), reps)}
-        for a, rc in rcs.items():
-            rc(x)  # warm-up: agreement check, plan and buffers
-            row[a] = _timed(lambda rc=rc: rc(x), reps)
-        rows.append(row)
-    return rows
+        x = torch.randn(numel, device=dev)
+        fns = {"all_reduce": lambda: dist.all_reduce(x)}
+        for name, rc in rcs.items():
+            rc(x)  # warm-up: agreement check, schedule and buffers
+            fns[name] = (lambda rc=rc: rc(x))
+        dist.all_reduce(x)
+        names = list(fns)
+        per_round = {k: [] for k in names}
+        cpu = {k: [] for k in names}
+        for rnd in range(rounds):
+            times = {k: [] for k in names}
+            for rep in range(reps):
+                k0 = (rep + rnd) % len(names)
+                for k in names[k0:] + names[:k0]:
+                    sync()
+                    dist.barrier()
+                    c, t = time.process_time(), time.perf_counter()
+                    fns[k]()
+                    sync()
+                    mine = torch.tensor([time.perf_counter() - t, time.process_time() - c], dtype=torch.float64,
+                                        device=dev)
+                    every = [torch.empty_like(mine) for _ in range(world)]
+                    dist.all_gather(every, mine)
+                    every = torch.stack(every).cpu()
+                    times[k].append(float(every[:, 0].max()))
+                    cpu[k].append(float(every[:, 1].sum()))
+            for k in names:
+                per_round[k].append(times[k])
+        res[numel] = (per_round, {k: statistics.median(v) for k, v in cpu.items()})
+    return res
+
+
+def _table(res: dict, esize: int, ranks: int, reps: int, rounds: int, backend: str) -> str:
+    first = next(iter(res.values()))[0]
+    names = list(first)
+    lines = [f"AllReduce on {ranks} {backend} ranks, float32, {rounds} round(s) x {reps} reps, slowest rank; "
+             "ratio = method / all_reduce, median [min-max over rounds]"]
+    head = f"{'size':>9} {'all_reduce':>10}" + "".join(f" | {k:>10} {'ratio':>17}" for k in names[1:])
+    lines.append(head)
+    for numel, (per_round, _) in res.items():
+        med = {k: statistics.median(t for r in v for t in r) for k, v in per_round.items()}
+        base_r = [statistics.median(r) for r in per_round["all_reduce"]]
+        row = f"{format_bytes(numel * esize):>9} {format_time(med['all_reduce']):>10}"
+        for k in names[1:]:
+            ratios = [statistics.median(r) / b for r, b in zip(per_round[k], base_r)]
+            rs = f"{statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}]"
+            row += f" | {format_time(med[k]):>10} {rs:>17}"
+        lines.append(row)
+    lines.append("CPU time per call, all ranks together (process CPU of every thread, median; less moved by "
+                 "other jobs than wall time):")
+    lines.append(f"{'size':>9}" + "".join(f" {k:>12}" for k in names))
+    for numel, (_, cpu) in res.items():
+        lines.append(f"{format_bytes(numel * esize):>9}" + "".join(f" {format_time(cpu[k]):>12}" for k in names))
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="RCollective vs dist.all_reduce on one Gloo group")
-    ap.add_argument("--ranks", type=int, default=4)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 1024, 16384, 262144, 4194304],
-                    help="float32 elements per message")
+    ap = argparse.ArgumentParser(description="RCollective vs dist.all_reduce on one process group")
+    ap.add_argument("--ranks", type=int, default=4, help="processes (NCCL: at most one per GPU is best)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1, 16384, 262144, 4194304],
+                    help="float32 elements per message (default 4 B, 64 KB, 1 MB, 16 MB)")
     ap.add_argument("--algorithms", nargs="+", default=["ring", "nccl-tree"])
-    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--reps", type=int, default=9, help="timed calls per method per round")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds (the ratios' spread is over rounds)")
+    ap.add_argument("--ablations", action="store_true", help="also ring with each executor choice turned off")
+    ap.add_argument("--pipeline-bytes", type=int, default=0,
+                    help="RCollective pipeline part size in bytes; 0 = off (default)")
+    ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
+    ap.add_argument("--before", metavar="REV", help="also time RCollective as it was at git revision REV "
+                    "(e.g. ad2fba4, before pipelining), side by side")
     args = ap.parse_args(argv)
-    rows = run_local(_child, args.ranks, args.sizes, args.algorithms, args.reps, timeout=1200, pg_timeout=300)[0]
-    head = f"{'size':>10} {'all_reduce':>12}" + "".join(f" {a:>12} {'ratio':>6}" for a in args.algorithms)
-    print(f"AllReduce on {args.ranks} Gloo processes (localhost), median of {args.reps}, slowest rank")
-    print(head)
-    for r in rows:
-        line = f"{format_bytes(r['bytes']):>10} {format_time(r['all_reduce']):>12}"
-        for a in args.algorithms:
-            line += f" {format_time(r[a]):>12} {r[a] / r['all_reduce']:>5.2f}x"
-        print(line)
-    print("ratio = RCollective / dist.all_reduce. Small messages: Python driver and one thread hand-off per "
-          "flow;\nlarge messages: staging copies and no pipelining inside a chunk (see this script's docstring).")
+    old = None
+    if args.before:
+        import subprocess
+        src = subprocess.run(["git", "show", f"{args.before}:reactccl/runtime/rcollective.py"], capture_output=True,
+                             text=True, cwd=os.path.dirname(os.path.abspath(__file__)), timeout=60)
+        if src.returncode:
+            print(f"bench_runtime: --before {args.before}: {src.stderr.strip()}", file=sys.stderr)
+            return 2
+        old = (args.before, src.stdout)
+    if args.backend == "nccl":
+        if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+            print("bench_runtime: --backend nccl needs 2 or more CUDA GPUs", file=sys.stderr)
+            return 2
+        os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")  # a hung group fails, not hangs
+    options = {"pipeline_bytes": args.pipeline_bytes or None}
+    res = run_local(_child, args.ranks, args.sizes, args.algorithms, args.reps, args.rounds, args.ablations,
+                    options, old, timeout=3600, pg_timeout=300, backend=args.backend)[0]
+    print(_table(res, 4, args.ranks, args.reps, args.rounds, args.backend))
     return 0
 
 

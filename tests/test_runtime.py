@@ -112,13 +112,26 @@ def _expected(p, x, rank):
     return y, mask
 
 
+# "pooled": the data-driven executor with waiter threads (as for large messages) and pipeline
+# parts even on these small test messages; "data" at these sizes runs the direct executor
+MODES = {"data": {}, "stepwise": {"mode": "stepwise"},
+         "pooled": {"mode": "data", "direct_bytes": 0, "pipeline_bytes": 16, "max_parts": 3},
+         "mixed": {"mode": "data"}}   # with _TINY = 0: direct only on ranks with one receive per step
+
+
+def _collective(p, mode):
+    import reactccl.runtime.rcollective as rcmod
+    rcmod._TINY = 0 if mode == "mixed" else 64 << 10
+    return RCollective(p, timeout=20, **MODES[mode])
+
+
 def _exact_cases(rank, world, cases):
     """Integer collectives: returns [(label, ok)]."""
     out = []
     for label, p, numel, mode in cases:
         x = _inputs(rank, numel, torch.int64)
         want, mask = _expected(p, x, rank)
-        rc = RCollective(p, timeout=20, mode=mode)
+        rc = _collective(p, mode)
         got = rc(x.clone())
         ok = torch.equal(got[mask], want[mask])
         if p.collective.value == "reducescatter":   # the defined part is exactly this rank's block
@@ -130,14 +143,14 @@ def _exact_cases(rank, world, cases):
 def _float_cases(rank, world, cases):
     """Float AllReduce: returns [(label, max |err| / bound, identical on all ranks)]."""
     out = []
-    for label, p, numel, dtype in cases:
+    for label, p, numel, dtype, *mode in cases:
         x = _inputs(rank, numel, dtype)
         allx = [torch.empty(numel, dtype=torch.float64) for _ in range(world)]
         dist.all_gather(allx, x.double())
         ref = torch.stack(allx).sum(0)
         ku = (world - 1) * UNIT[dtype]
         bound = ku / (1 - ku) * torch.stack(allx).abs().sum(0)     # gamma(N-1) * sum |x_i|
-        got = RCollective(p, timeout=20)(x.clone()).double()
+        got = RCollective(p, timeout=20, **MODES[mode[0] if mode else "data"])(x.clone()).double()
         ratio = float(((got - ref).abs() / bound.clamp_min(1e-300)).max())
         every = [torch.empty_like(got) for _ in range(world)]
         dist.all_gather(every, got)
@@ -152,18 +165,21 @@ def _child_world3(rank, world):
     cases = []
     for name, p in (("ring", ring), ("nccl-tree", tree), ("nccl-tree/4", tree4), ("car", car)):
         for numel in (0, 1, 10, 1001):
-            for mode in ("data", "stepwise"):
+            for mode in ("data", "stepwise", "pooled"):
                 cases.append((f"{name} n={numel} {mode}", p, numel, mode))
     res = {"exact": _exact_cases(rank, world, cases)}
-    res["float"] = _float_cases(rank, world, [(f"{nm} {dt}", p, 999, dt) for nm, p in (("ring", ring), ("tree", tree))
-                                                for dt in (torch.float32, torch.float16, torch.bfloat16)])
+    res["float"] = _float_cases(rank, world, [(f"{nm} {dt} {m}", p, 999, dt, m)
+                                              for nm, p in (("ring", ring), ("tree", tree))
+                                              for dt in (torch.float32, torch.float16, torch.bfloat16)
+                                              for m in ("data", "pooled")])
     # copy-after-reduce with rank 2's step-0 reduce into rank 0 posted 0.4 s late: rank 0 gets
     # the step-2 copy first and must hold it until the reduce is applied
     slow = flow_id(car, 0, 2, 0)
     x = _inputs(rank, 7, torch.int64)
     want, _ = _expected(car, x, rank)
-    rc = SlowFlow(car, slow, 0.4 if rank == 2 else 0.0, timeout=20)
-    res["late_reduce"] = bool(torch.equal(rc(x.clone()), want))
+    res["late_reduce"] = all(
+        bool(torch.equal(SlowFlow(car, slow, 0.4 if rank == 2 else 0.0, timeout=20, **MODES[m])(x.clone()), want))
+        for m in ("data", "pooled"))
     # the trace of a 10-element int64 ring: chunk bounds [0,3,7,10] -> 24, 32, 24 bytes per flow
     rc = RCollective(ring, timeout=20)
     rc(torch.arange(10))
@@ -192,7 +208,8 @@ def _child_world5(rank, world):
             generate("ring-allgather", 5), generate("recursive-doubling", 5), generate("ring-reducescatter", 5),
             generate("binomial-broadcast", 5, root=2), generate("binomial-reduce", 5, root=3)]
     cases = [(f"{p.name} n={numel}", p, numel, "data") for p in pats for numel in (1, 7, 13, 100)]
-    cases += [(f"{p.name} n=13 stepwise", p, 13, "stepwise") for p in pats]
+    cases += [(f"{p.name} n={n} {m}", p, n, m) for p in pats for n, m in ((13, "stepwise"), (13, "pooled"),
+                                                                          (100, "pooled"), (100, "mixed"))]
     return {"exact": _exact_cases(rank, world, cases),
             "float": _float_cases(rank, world, [(f"{p.name} {dt}", p, 257, dt) for p in pats[:3]
                                                 for dt in (torch.float32, torch.float16, torch.bfloat16)])}
@@ -200,7 +217,7 @@ def _child_world5(rank, world):
 
 def _child_world4(rank, world):
     rd = rd_one_chunk(4)
-    cases = [(f"rd-1chunk n={n} {m}", rd, n, m) for n in (1, 5, 64) for m in ("data", "stepwise")]
+    cases = [(f"rd-1chunk n={n} {m}", rd, n, m) for n in (1, 5, 64) for m in ("data", "stepwise", "pooled")]
     res = {"exact": _exact_cases(rank, world, cases),
            "float": _float_cases(rank, world, [(f"rd-1chunk {dt}", rd, 100, dt)
                                                for dt in (torch.float32, torch.float16, torch.bfloat16)])}
@@ -209,8 +226,9 @@ def _child_world4(rank, world):
     slow = flow_id(rd, 0, 1, 0)
     x = _inputs(rank, 9, torch.int64)
     want, _ = _expected(rd, x, rank)
-    rc = SlowFlow(rd, slow, 0.4 if rank == 1 else 0.0, timeout=20)
-    res["late_send"] = bool(torch.equal(rc(x.clone()), want))
+    res["late_send"] = all(
+        bool(torch.equal(SlowFlow(rd, slow, 0.4 if rank == 1 else 0.0, timeout=20, **MODES[m])(x.clone()), want))
+        for m in ("data", "pooled"))
     # clock offsets: one machine -> exactly 0; pretending to be 4 hosts runs the ping-pong,
     # which must find the shared clock (offset ~ 0, error below half a round trip)
     from reactccl.runtime import clock

@@ -118,12 +118,23 @@ def test_worker_death_fails_the_others_with_a_clear_error():
 
 
 class _LateWork:
+    """A send that leaves ``delay`` seconds after it was posted, whoever waits for it and
+    when (the direct executor waits for a rank's receives before its sends)."""
+
     def __init__(self, post, delay):
-        self.post, self.delay = post, delay
+        import threading
+        self._work = None
+        self._posted = threading.Event()
+
+        def fire():
+            self._work = post()
+            self._posted.set()
+        self._timer = threading.Timer(delay, fire)
+        self._timer.start()
 
     def wait(self, timeout=None):
-        time.sleep(self.delay)
-        return self.post().wait(timeout=timeout)
+        self._posted.wait(60)
+        return self._work.wait(timeout=timeout)
 
 
 def _child_real_controller(rank, world):

@@ -7,27 +7,34 @@ input sits in block r, for ReduceScatter rank r's output ends in block r; see
 (:func:`~reactccl.runtime.layout.chunk_bounds`); a ``reduce`` flow adds into
 the receiver's chunks, a ``copy`` flow overwrites them.
 
-Execution (Gloo, CPU tensors), data-driven as the IR says:
+Execution (details in :mod:`reactccl.runtime.schedule` and :mod:`reactccl.runtime.execute`).
+Each rank turns the pattern into a :class:`~reactccl.runtime.schedule.Schedule`: every chunk
+cut into pipeline parts (about ``pipeline_bytes`` each; off by default), every flow into one
+op per part.
 
-* all receives are posted at the start, each into its own staging buffer,
-  with the tag ``TAG_BASE + flow id`` (unique per peer, step and chunk);
-* a send is staged (copied into its own buffer: the pre-step value, so a
-  rank may send chunk c while receiving into c) and posted as soon as the
-  writes it depends on (``pattern.dependencies()``) are applied;
-* a received flow is applied once it arrived and every earlier write/read of
-  its chunks was done (:class:`~reactccl.runtime.layout.LocalPlan`'s order);
-* a Gloo request only completes when someone waits on it, so a pool of
-  threads waits on every request (send and receive) with the timeout; their
-  completion times are the flows' timestamps. Posting never blocks, so no
-  posting order can deadlock.
+* Gloo, CPU tensors (data-driven): all receives are posted at the start, a copy straight into
+  the tensor where that is provably safe, everything else into a staging buffer; a send is
+  posted as soon as the writes before it in its chunks are applied, straight from the tensor
+  unless this rank writes the chunk in the same step (then it is staged: the pre-step value);
+  a received part is added/copied in once it arrived and the ops before it in its chunks are
+  done. Waiting: small messages (``direct_bytes``) wait for their receives on the calling
+  thread; larger ones on waiter threads (a Gloo request only completes when someone waits on
+  it), whose reports the driver handles in batches.
+* CUDA tensors (NCCL): step by step, a step's sends and receives as one ``batch_isend_irecv``
+  group (NCCL's group call, which makes a ring of sends and receives deadlock-free), timed by
+  CUDA events. ``mode="stepwise"`` runs this path on Gloo too, which is how CI tests it without
+  a GPU (the NCCL test itself needs two GPUs). NCCL wants the first call on a group to be a
+  collective: keep ``check`` on (its all-gather comes first).
 
-On CUDA tensors (NCCL) the same plan runs step by step: a step's sends and
-receives are posted as one ``batch_isend_irecv`` group (NCCL's group call,
-which is what makes a ring of sends and receives deadlock-free there), and
-per-step CUDA events time the flows. ``mode="stepwise"`` runs this path on
-Gloo too, which is how CI tests it without a GPU (the NCCL test itself needs
-two GPUs). NCCL wants the first call on a group to be a collective: keep
-``check`` on (its all-gather comes first).
+Posting order against the project's execution model (within one chunk graph a rank's sends
+go in step order: a send starts once its data has arrived and the rank's sends of earlier
+steps in that chunk graph have left; sends of one step go together; chunk graphs run
+concurrently). The data-driven executor follows it with one refinement and one exception:
+each pipeline part of a chunk graph is a chunk graph of its own (part j of step t+1 may
+leave while part j+1 of step t is in flight, as NCCL's slices do); and with ``direct`` small
+messages, where every send is staged, "have left" is relaxed to "have been posted" (a send
+then waits for nothing but its data). The step-by-step executor is stricter than the rule:
+a step starts when all of this rank's previous step is done, across chunk graphs.
 
 Exactness: integer dtypes give exactly ``dist.all_reduce``'s result. Floats
 (float32/float16/bfloat16) are summed in the tensor's dtype, each (rank,
@@ -48,11 +55,9 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import queue
 import time
 import zlib
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -60,12 +65,17 @@ import torch.distributed as dist
 
 from ..pattern import CollectivePattern, verify
 from .clock import clock_offset
-from .layout import RECV, SEND, LocalOp, LocalPlan, block_bounds, local_plan
-from .records import LocalRecord, assemble_trace
+from .execute import run_data, run_stepwise
+from .layout import SEND, block_bounds
+from .schedule import Schedule, SliceOp, build_schedule, choose_parts, one_receive_per_step
+from .waiters import Waiters
+from .records import LocalRecord, assemble_trace, record_from_wire, record_to_wire
+from .wire import all_gather_json
 
 __all__ = ["RCollective", "FlowTimeoutError", "MismatchError", "pattern_digest", "TAG_BASE"]
 
 TAG_BASE = 1 << 20
+_TINY = 64 << 10  # bytes: up to here the direct executor is used even where receive times become upper bounds
 _CACHE = 16
 
 
@@ -75,7 +85,7 @@ class FlowTimeoutError(RuntimeError):
     Attributes: ``rank`` (who noticed), ``flow``, ``step``, ``peer``, ``chunks``.
     """
 
-    def __init__(self, message: str, rank: int, op: LocalOp | None) -> None:
+    def __init__(self, message: str, rank: int, op: SliceOp | None) -> None:
         super().__init__(message)
         self.rank = rank
         self.flow = None if op is None else op.flow
@@ -119,6 +129,23 @@ class RCollective:
             ``"stepwise"``.
         verify_patterns: run :func:`reactccl.pattern.verify` on every pattern
             given (default True; a wrong pattern would silently give wrong sums).
+        pipeline_bytes: target bytes per pipeline part: each chunk is cut into
+            ``round(largest chunk bytes / pipeline_bytes)`` parts (1 to ``max_parts``);
+            None (default) turns pipelining off. Data-driven executor only. Off by
+            default because on the 2-core development machine it cost more (CPU per extra
+            op and thread wake) than the overlap bought (``bench_runtime.py --ablations``,
+            ``+pipe`` columns); the overlap needs a core free for the transport.
+        max_parts: the most parts per chunk.
+        staging: ``"needed"`` (default: stage a send only where this rank writes its
+            chunk in the same step or it covers several ranges) or ``"always"`` (every
+            send and receive through a buffer, as before these options existed).
+        in_place: receive copy flows straight into the tensor where that is safe.
+        direct_bytes: messages of at most this many bytes (default 1 MiB) run with the
+            receives waited for on the calling thread (see :mod:`reactccl.runtime.execute`)
+            on ranks that receive at most one flow per step (ring: exact receive times),
+            and on every rank up to 64 KiB (where a receive's end time may then be an upper
+            bound); 0 = never. Measured: about 30% less CPU per call at 1 MB, most of the
+            4 B .. 64 KB gain (``bench_runtime.py --ablations``, ``-direct``).
 
     Raises:
         ValueError: pattern and group sizes differ, or a bad option.
@@ -129,7 +156,9 @@ class RCollective:
     """
 
     def __init__(self, pattern: CollectivePattern, group=None, timeout: float = 60.0,
-                 check: str = "change", mode: str = "auto", verify_patterns: bool = True) -> None:
+                 check: str = "change", mode: str = "auto", verify_patterns: bool = True, *,
+                 pipeline_bytes: int | None = None, max_parts: int = 8, staging: str = "needed",
+                 in_place: bool = True, direct_bytes: int = 1 << 20) -> None:
         if not dist.is_initialized():
             raise RuntimeError("RCollective: torch.distributed is not initialised (call init_process_group)")
         if check not in ("change", "always", "never"):
@@ -138,6 +167,15 @@ class RCollective:
             raise ValueError(f"mode: expected 'auto', 'data' or 'stepwise', got {mode!r}")
         if not timeout > 0:
             raise ValueError(f"timeout: must be > 0 seconds, got {timeout}")
+        if staging not in ("needed", "always"):
+            raise ValueError(f"staging: expected 'needed' or 'always', got {staging!r}")
+        if pipeline_bytes is not None and not pipeline_bytes > 0:
+            raise ValueError(f"pipeline_bytes: must be > 0 bytes or None, got {pipeline_bytes}")
+        if max_parts < 1:
+            raise ValueError(f"max_parts: must be >= 1, got {max_parts}")
+        self.pipeline_bytes, self.max_parts = pipeline_bytes, int(max_parts)
+        self.staging, self.in_place = staging, bool(in_place)
+        self.direct_bytes = int(direct_bytes)
         self.group = group
         self.rank = dist.get_rank(group)
         self.world = dist.get_world_size(group)
@@ -147,8 +185,8 @@ class RCollective:
         self._plans: OrderedDict = OrderedDict()
         self._checked: OrderedDict = OrderedDict()
         self._buffers: dict = {}
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_size = 0
+        self._pool = Waiters()
+        self._pg = group if group is not None else dist.group.WORLD
         self.calls = 0
         self.clock_offset: float | None = None  # to rank 0's clock; see sync_clock
         self.last_record: LocalRecord | None = None
@@ -199,18 +237,17 @@ class RCollective:
             raise TypeError(f"tensor: expected a torch.Tensor, got {type(tensor).__name__}")
         flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
         self._check_agreement(flat)
-        plan = self._plan(flat.numel())
-        enter = time.monotonic()  # the trace times the data movement, not the check or planning
         stepwise = self.mode == "stepwise" or (self.mode == "auto" and flat.is_cuda)
-        run = self._run_stepwise if stepwise else self._run_data
-        sent_t, recv_t = run(flat, plan)
+        sch = self._schedule(flat.numel(), flat.element_size(), stepwise)
+        enter = time.monotonic()  # the trace times the data movement, not the check or planning
+        sent_t, recv_t = (run_stepwise if stepwise else run_data)(self, flat, sch)
         if flat.data_ptr() != tensor.data_ptr():
             tensor.copy_(flat.view_as(tensor))
         esize = flat.element_size()
         self.last_record = LocalRecord(
             self.rank, self.calls if epoch is None else int(epoch), enter, time.monotonic(),
-            plan.send_flows, np.array(sent_t, dtype=np.float64), plan.send_elems * esize,
-            plan.recv_flows, np.array(recv_t, dtype=np.float64),
+            sch.send_flows, np.array(sent_t, dtype=np.float64), sch.send_elems * esize,
+            sch.recv_flows, np.array(recv_t, dtype=np.float64),
             flat.numel() * esize, self.digest, self.clock_offset or 0.0)
         self.calls += 1
         return tensor
@@ -231,8 +268,8 @@ class RCollective:
         if self.clock_offset is None:
             self.sync_clock(group)
             self.last_record.clock_offset = self.clock_offset
-        recs: list = [None] * self.world
-        dist.all_gather_object(recs, self.last_record, group=group)
+        # plain JSON data, never pickles (see runtime/wire.py)
+        recs = [record_from_wire(d) for d in all_gather_json(record_to_wire(self.last_record), group=group)]
         return assemble_trace(self._pattern, recs)
 
     def sync_clock(self, group=None) -> float:
@@ -243,31 +280,36 @@ class RCollective:
 
     def close(self) -> None:
         """Stop the waiter threads (idle ones at once)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None
+        self._pool.close()
 
     # ------------------------------------------------------------ helpers
-    def _plan(self, numel: int) -> LocalPlan:
-        key = (self.digest, numel)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = local_plan(self._pattern, self.rank, numel)
-            self._plans[key] = plan
+    def _schedule(self, numel: int, element_size: int, stepwise: bool) -> Schedule:
+        key = (self.digest, numel, element_size, stepwise)
+        sch = self._plans.get(key)
+        if sch is None:
+            parts = 1 if stepwise else choose_parts(self._pattern, numel, element_size, self.pipeline_bytes,
+                                                    self.max_parts)
+            nbytes = numel * element_size
+            direct = not stepwise and nbytes <= self.direct_bytes and (
+                nbytes <= _TINY or one_receive_per_step(self._pattern, self.rank))
+            sch = build_schedule(self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise,
+                                 direct=direct)
+            self._plans[key] = sch
             if len(self._plans) > _CACHE:
                 self._plans.popitem(last=False)
         else:
             self._plans.move_to_end(key)
-        return plan
+        return sch
 
-    def _arena(self, plan: LocalPlan, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        key = (self.digest, plan.numel, flat.dtype, flat.device)
+    def _arena(self, sch: Schedule, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Staging buffers for ``sch`` (grown as needed, one pair per dtype and device)."""
+        key = (flat.dtype, flat.device)
         bufs = self._buffers.get(key)
-        if bufs is None:
-            bufs = (torch.empty(plan.send_numel, dtype=flat.dtype, device=flat.device),
-                    torch.empty(plan.recv_numel, dtype=flat.dtype, device=flat.device))
-            if len(self._buffers) >= _CACHE:
-                self._buffers.pop(next(iter(self._buffers)))
+        if bufs is None or bufs[0].numel() < sch.send_numel or bufs[1].numel() < sch.recv_numel:
+            n0 = max(sch.send_numel, 0 if bufs is None else bufs[0].numel())
+            n1 = max(sch.recv_numel, 0 if bufs is None else bufs[1].numel())
+            bufs = (torch.empty(n0, dtype=flat.dtype, device=flat.device),
+                    torch.empty(n1, dtype=flat.dtype, device=flat.device))
             self._buffers[key] = bufs
         return bufs
 
@@ -305,165 +347,34 @@ class RCollective:
         if len(self._checked) > 4 * _CACHE:
             self._checked.popitem(last=False)
 
-    def _waiters(self, n: int) -> ThreadPoolExecutor:
-        if self._pool is None or self._pool_size < n:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False)
-            self._pool_size = max(n, 8)
-            self._pool = ThreadPoolExecutor(self._pool_size, thread_name_prefix="rcollective-wait")
-        return self._pool
+    def _waiters(self, n: int) -> Waiters:
+        return self._pool.ensure(n)
 
-    def _error(self, op: LocalOp | None, why: str) -> FlowTimeoutError:
+    def _error(self, op: SliceOp | None, why: str) -> FlowTimeoutError:
         what = op.describe() if op is not None else "the collective"
         return FlowTimeoutError(
             f"RCollective on rank {self.rank}: {what} {why} (pattern {self._pattern.name or 'unnamed'}, "
             f"call {self.calls}); the peer may have died or stalled, or ranks run different patterns or sizes",
             self.rank, op)
 
-    @staticmethod
-    def _stage(op: LocalOp, flat: torch.Tensor, buf: torch.Tensor) -> torch.Tensor:
-        out = buf[op.offset:op.offset + op.numel]
-        k = 0
-        for lo, hi in op.seg_list:
-            out[k:k + hi - lo].copy_(flat[lo:hi])
-            k += hi - lo
-        return out
+    def tag_of(self, op: SliceOp) -> int:
+        """The p2p tag of a slice op: ``TAG_BASE + flow * parts + part`` (unique per peer pair,
+        flow and part; NCCL ignores tags)."""
+        return TAG_BASE + op.tag
 
-    @staticmethod
-    def _apply(op: LocalOp, flat: torch.Tensor, buf: torch.Tensor) -> None:
-        src = buf[op.offset:op.offset + op.numel]
-        k = 0
-        for lo, hi in op.seg_list:
-            if op.op == 0:
-                flat[lo:hi].add_(src[k:k + hi - lo])
-            else:
-                flat[lo:hi].copy_(src[k:k + hi - lo])
-            k += hi - lo
+    def _post(self, op: SliceOp, buf: torch.Tensor):
+        """Post ``op`` as ``isend``/``irecv`` (the process group's own call: what
+        ``dist.isend`` ends in, without its per-call argument checks).
 
-    def _post(self, op: LocalOp, buf: torch.Tensor):
-        peer = self._global[op.peer]
-        if op.kind == SEND:
-            return dist.isend(buf, peer, group=self.group, tag=TAG_BASE + op.flow)
-        return dist.irecv(buf, peer, group=self.group, tag=TAG_BASE + op.flow)
-
-    # ---------------------------------------------------------- data-driven
-    def _run_data(self, flat: torch.Tensor, plan: LocalPlan) -> tuple[list[float], list[float]]:
-        ops = plan.ops
-        sbuf, rbuf = self._arena(plan, flat)
-        t_of = [0.0] * len(ops)
-        if not ops:
-            return [], []
-        pool = self._waiters(len(ops))
-        events: queue.SimpleQueue = queue.SimpleQueue()
-        td = datetime.timedelta(seconds=self.timeout)
-
-        def wait(i: int, work) -> None:
-            try:
-                work.wait(timeout=td)
-                events.put((i, time.monotonic(), None))
-            except Exception as e:  # noqa: BLE001 - reported to the driver with the flow's name
-                events.put((i, time.monotonic(), e))
-
-        deadline = time.monotonic() + self.timeout
-        arrived = [False] * len(ops)
-        done = [False] * len(ops)
-        head = {c: 0 for c in plan.queues}
-        outstanding = 0
-        for op in ops:
-            if op.kind == RECV:
-                pool.submit(wait, op.index, self._post(op, rbuf[op.offset:op.offset + op.numel]))
-                outstanding += 1
-
-        def ready(op: LocalOp) -> bool:
-            return (not done[op.index] and (op.kind == SEND or arrived[op.index])
-                    and all(plan.queues[c][head[c]] == op.index for c in op.chunk_list))
-
-        def progress(todo: list[int]) -> None:
-            nonlocal outstanding
-            while todo:
-                op = ops[todo.pop()]
-                if not ready(op):
-                    continue
-                if op.kind == SEND:
-                    data = self._stage(op, flat, sbuf)
-                    t_of[op.index] = time.monotonic()
-                    pool.submit(wait, op.index, self._post(op, data))
-                    outstanding += 1
-                else:
-                    self._apply(op, flat, rbuf)
-                done[op.index] = True
-                for c in op.chunk_list:
-                    head[c] += 1
-                    q = plan.queues[c]
-                    if head[c] < len(q):
-                        todo.append(q[head[c]])
-
-        progress([q[0] for q in plan.queues.values()])
-        while outstanding:
-            left = deadline - time.monotonic()
-            try:
-                i, t, err = events.get(timeout=max(left, 0.0))
-            except queue.Empty:
-                stuck = next((o for o in ops if not done[o.index] or (o.kind == SEND and not arrived[o.index])), None)
-                raise self._error(stuck, f"did not complete within {self.timeout:g} s") from None
-            outstanding -= 1
-            if err is not None:
-                raise self._error(ops[i], f"failed: {err}") from err
-            arrived[i] = True
-            if ops[i].kind == RECV:
-                t_of[i] = t
-                progress([i])
-        if not all(done):
-            stuck = next(o for o in ops if not done[o.index])
-            raise self._error(stuck, "could never run (its inputs never became ready)")
-        return ([t_of[o.index] for o in ops if o.kind == SEND], [t_of[o.index] for o in ops if o.kind == RECV])
-
-    # ------------------------------------------------------------- stepwise
-    def _run_stepwise(self, flat: torch.Tensor, plan: LocalPlan) -> tuple[list[float], list[float]]:
-        ops = plan.ops
-        sbuf, rbuf = self._arena(plan, flat)
-        td = datetime.timedelta(seconds=self.timeout)
-        cuda = flat.is_cuda
-        steps = sorted({o.step for o in ops})
-        marks: list = []
-        t_start, t_end = [0.0] * len(ops), [0.0] * len(ops)
-        if cuda:
-            base = torch.cuda.Event(enable_timing=True)
-            base.record()
-            base_t = time.monotonic()
-        for t in steps:
-            mine = [o for o in ops if o.step == t]
-            p2p = []
-            for o in mine:
-                buf = self._stage(o, flat, sbuf) if o.kind == SEND else rbuf[o.offset:o.offset + o.numel]
-                fn = dist.isend if o.kind == SEND else dist.irecv
-                p2p.append(dist.P2POp(fn, buf, self._global[o.peer], group=self.group, tag=TAG_BASE + o.flow))
-            if cuda:
-                ev0 = torch.cuda.Event(enable_timing=True)
-                ev0.record()
-            t0 = time.monotonic()
-            works = dist.batch_isend_irecv(p2p)
-            # one request per op (Gloo), or one for the whole coalesced group (NCCL)
-            for i, w in enumerate(works):
-                try:
-                    w.wait(timeout=td)
-                except Exception as e:  # noqa: BLE001
-                    o = mine[i] if len(works) == len(mine) else mine[0]
-                    why = "" if len(works) == len(mine) else f" (in the group of {len(mine)} flows of step {t})"
-                    raise self._error(o, f"failed or timed out{why}: {e}") from e
-            t1 = time.monotonic()
-            for o in mine:
-                if o.kind == RECV:
-                    self._apply(o, flat, rbuf)
-                t_start[o.index], t_end[o.index] = t0, t1
-            if cuda:
-                ev1 = torch.cuda.Event(enable_timing=True)
-                ev1.record()
-                marks.append((mine, ev0, ev1))
-        if cuda:
-            torch.cuda.current_stream().synchronize()
-            for mine, ev0, ev1 in marks:
-                a, b = base.elapsed_time(ev0) / 1e3, base.elapsed_time(ev1) / 1e3
-                for o in mine:
-                    t_start[o.index], t_end[o.index] = base_t + a, base_t + b
-        return ([t_start[o.index] for o in ops if o.kind == SEND], [t_end[o.index] for o in ops if o.kind == RECV])
+        Raises:
+            FlowTimeoutError: the transport refused the post (Gloo's "Connection closed by
+                peer" when the peer died), naming the step, peer and chunks.
+        """
+        try:
+            if op.kind == SEND:
+                return self._pg.send([buf], op.peer, TAG_BASE + op.tag)
+            return self._pg.recv([buf], op.peer, TAG_BASE + op.tag)
+        except RuntimeError as e:
+            first = (str(e).splitlines() or [type(e).__name__])[0][:300]
+            raise self._error(op, f"could not be posted: the process group failed ({first}); "
+                                  "a peer died or closed its connection") from e

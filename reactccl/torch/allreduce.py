@@ -168,7 +168,11 @@ class ReactAllReduce:
         self.rc(tensor, epoch=self.epoch)
 
     def close(self) -> None:
-        """Stop the tuner thread and the waiter threads and destroy the control group (idempotent)."""
+        """Stop the tuner thread and the waiter threads and destroy the control group (idempotent);
+        also the DDP hook's bucket thread, after the buckets it holds."""
+        worker = getattr(self, "_bucket_worker", None)
+        if worker is not None:
+            worker.stop()
         self._finalizer()
 
 

@@ -1,0 +1,131 @@
+"""DDP training-step time: plain DDP vs our hook with REACT off vs REACT on, side by side in one run.
+
+    .venv/bin/python bench/bench_ddp.py                       # 4 Gloo ranks, ~1.1 M parameters, 4 buckets
+    .venv/bin/python bench/bench_ddp.py --steps 40 --rounds 3 --algorithm ring
+
+Four copies of one small MLP (same initial weights) are wrapped in DDP on the same group:
+``plain`` (DDP's own AllReduce hook), ``react-off`` (``enable_react(model, react=False)``:
+our asynchronous hook, static pattern), ``sync-off`` (the same with the hook as it was before:
+the collective inside the hook, a completed future) and ``react-on`` (``enable_react(model)``: REACT's
+tuner and default controller, no congestion). Every step each model runs one training step
+(forward, backward, SGD update) in a rotating order, after a barrier; the step's time is the
+slowest rank's. It prints the median step time of each and its ratio to ``plain`` as
+``median [min-max over rounds]``, plus the pattern changes REACT made.
+
+The machine's load moves single figures a lot (see ``bench_runtime.py``); read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import reactccl.torch as rt
+from reactccl.runtime.local import run_local
+from reactccl.trace import format_time
+
+
+def _net(width: int) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(64, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
+                               torch.nn.ReLU(), torch.nn.Linear(width, width), torch.nn.ReLU(),
+                               torch.nn.Linear(width, 8))
+
+
+def _sync_hook(state, bucket):
+    """The hook as it was before it became asynchronous: the collective runs inside the hook."""
+    buf = bucket.buffer()
+    state.run(buf, end_epoch=bucket.is_last())
+    buf.div_(state.world)
+    fut = torch.futures.Future()
+    fut.set_result(buf)
+    return fut
+
+
+def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb: float, algorithm: str,
+           batch: int) -> dict:
+    g = torch.Generator().manual_seed(rank)
+    x = torch.randn(batch, 64, generator=g)
+    y = torch.randn(batch, 8, generator=g)
+    models = {"plain": DDP(_net(width), bucket_cap_mb=bucket_mb)}
+    models["react-off"] = DDP(_net(width), bucket_cap_mb=bucket_mb)
+    off = rt.enable_react(models["react-off"], algorithm=algorithm, react=False, timeout=120)
+    models["sync-off"] = DDP(_net(width), bucket_cap_mb=bucket_mb)
+    sync = rt.ReactAllReduce(models["sync-off"].process_group, algorithm=algorithm, react=False, timeout=120)
+    models["sync-off"].register_comm_hook(sync, _sync_hook)
+    models["react-on"] = DDP(_net(width), bucket_cap_mb=bucket_mb)
+    on = rt.enable_react(models["react-on"], algorithm=algorithm, timeout=120)
+    opts = {k: torch.optim.SGD(m.parameters(), lr=1e-3) for k, m in models.items()}
+    names = list(models)
+
+    def step(k: str) -> None:
+        opts[k].zero_grad()
+        torch.nn.functional.mse_loss(models[k](x), y).backward()
+        opts[k].step()
+
+    for k in names:       # warm-up: buckets rebuilt after the first step, agreement checks, schedules
+        for _ in range(2):
+            step(k)
+    per_round = {k: [] for k in names}
+    for rnd in range(rounds):
+        times = {k: [] for k in names}
+        for s in range(steps):
+            k0 = (s + rnd) % len(names)
+            for k in names[k0:] + names[:k0]:
+                dist.barrier()
+                t = time.perf_counter()
+                step(k)
+                dt = torch.tensor([time.perf_counter() - t], dtype=torch.float64)
+                dist.all_reduce(dt, op=dist.ReduceOp.MAX)
+                times[k].append(float(dt))
+        for k in names:
+            per_round[k].append(times[k])
+    buckets = off.rc.calls / max(off.epoch, 1)      # hook calls per backward pass
+    params = sum(p.numel() for p in models["plain"].parameters())
+    mine = torch.cat([p.detach().reshape(-1) for p in models["react-on"].parameters()])
+    every = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(every, mine)
+    res = dict(times=per_round, changes=len(on.changes), epochs=on.epoch, buckets=buckets, params=params,
+               identical=all(torch.equal(e, every[0]) for e in every))
+    on.close()
+    off.close()
+    sync.close()
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="DDP step time: plain vs REACT hook off/on")
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=30, help="timed steps per model per round")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--width", type=int, default=600, help="hidden width (3 hidden layers)")
+    ap.add_argument("--bucket-mb", type=float, default=1.0, help="DDP bucket_cap_mb")
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--algorithm", default="nccl-tree")
+    args = ap.parse_args(argv)
+    res = run_local(_child, args.ranks, args.steps, args.rounds, args.width, args.bucket_mb, args.algorithm,
+                    args.batch, timeout=3600, pg_timeout=300)
+    r0 = res[0]
+    per_round = r0["times"]
+    base = [statistics.median(r) for r in per_round["plain"]]
+    print(f"DDP training step on {args.ranks} Gloo ranks: {r0['params']:,} parameters, {r0['buckets']:g} buckets, "
+          f"batch {args.batch}, {args.algorithm}; {args.rounds} round(s) x {args.steps} steps, slowest rank")
+    print(f"{'model':>10} {'step':>10} {'ratio to plain':>22}")
+    for k, v in per_round.items():
+        med = statistics.median(t for r in v for t in r)
+        ratios = [statistics.median(r) / b for r, b in zip(v, base)]
+        print(f"{k:>10} {format_time(med):>10} {statistics.median(ratios):>9.3f}x "
+              f"[{min(ratios):.3f}-{max(ratios):.3f}]")
+    print(f"REACT on: {r0['changes']} pattern change(s) in {r0['epochs']} epochs; parameters identical on all "
+          f"ranks: {all(r['identical'] for r in res)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

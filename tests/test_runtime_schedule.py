@@ -1,0 +1,221 @@
+"""Schedules (pipeline parts, staging and in-place decisions) checked without processes:
+every rank's schedule runs under the executor's rules against an adversarial network that
+reads an unstaged send's data as late as possible and writes an in-place receive the moment
+it is delivered, in random orders. Positions a rank does not hold start as garbage."""
+
+import numpy as np
+import pytest
+
+from reactccl.algorithms import generate
+from reactccl.pattern import PatternBuilder, verify
+from reactccl.runtime.layout import RECV, SEND, block_bounds, local_plan
+from reactccl.runtime.schedule import build_schedule, choose_parts, in_place_receives
+
+
+def _rd_one_chunk(n):
+    b = PatternBuilder("allreduce", n, name="rd-1chunk")
+    c = b.chunk(1.0, 0)
+    for k in range(n.bit_length() - 1):
+        for r in range(n):
+            b.flow(k, r, r ^ (1 << k), [c])
+    p = b.build()
+    verify(p)
+    return p
+
+
+def _copy_after_reduce():
+    b = PatternBuilder("allreduce", 3, name="copy-after-reduce")
+    c = b.chunk(1.0, 0)
+    b.flow(0, 0, 1, [c])
+    b.flow(0, 2, 0, [c])
+    b.flow(1, 2, 1, [c])
+    b.flow(2, 1, 0, [c], "copy")
+    b.flow(2, 1, 2, [c], "copy")
+    p = b.build()
+    verify(p)
+    return p
+
+
+def _run(p, numel, parts, rng, staging="needed", direct=False):
+    """Every rank's schedule with run_data's rules; returns inputs and final states."""
+    n = p.num_ranks
+    x = [rng.integers(-1000, 1000, numel) for _ in range(n)]
+    state = [v.copy() for v in x]
+    coll = p.collective.value
+    b = block_bounds(n, numel)
+    for r in range(n):   # what a rank does not hold is garbage, not zero
+        if coll == "broadcast" and r != p.root:
+            state[r][:] = 777_777
+        if coll == "allgather":
+            keep = state[r][b[r]:b[r + 1]].copy()
+            state[r][:] = -555_555
+            state[r][b[r]:b[r + 1]] = keep
+    if direct == "mixed":       # each rank decides alone whether it runs the direct executor
+        direct = [bool(rng.integers(2)) for _ in range(n)]
+    elif not isinstance(direct, list):
+        direct = [direct] * n
+    sch = [build_schedule(p, r, numel, parts, staging, direct=direct[r]) for r in range(n)]
+    recv_of = {(o.flow, o.part): (r, o.index) for r, s in enumerate(sch) for o in s.recvs}
+    assert sorted(recv_of) == sorted((o.flow, o.part) for s in sch for o in s.sends)
+    st = [[0] * len(s.ops) for s in sch]            # 0 waiting, 1 posted (unstaged send), 2 done
+    arrived = [dict() for _ in range(n)]
+    head = [dict.fromkeys(s.queues, 0) for s in sch]
+    reading = [dict.fromkeys(s.queues, 0) for s in sch]
+    lane = [[len(o.after) for o in s.ops] for s in sch]
+    flying, leaving = [], []
+
+    def gather(r, op):
+        return np.concatenate([state[r][a:z] for a, z in op.segs])
+
+    def ready(r, op):
+        i, s = op.index, sch[r]
+        if st[r][i] or any(s.queues[u][head[r][u]] != i for u in op.units):
+            return False
+        if op.kind == SEND:
+            return not lane[r][i]
+        return i in arrived[r] and not any(reading[r][u] for u in op.units)
+
+    while True:   # one event at a time, chosen at random: run a ready op, deliver, or leave
+        runnable = [(r, op) for r, s in enumerate(sch) for op in s.ops if ready(r, op)]
+        total = len(runnable) + len(flying) + len(leaving)
+        if not total:
+            break
+        k = int(rng.integers(total))
+        if k < len(runnable):
+            r, op = runnable[k]
+            i = op.index
+            if op.kind == SEND:
+                flying.append((r, op, gather(r, op) if op.staged else None))
+                st[r][i] = 2 if op.staged else 1
+                for u in op.units:
+                    reading[r][u] += not op.staged
+                if op.staged:
+                    leaving.append((r, op))
+            else:
+                if op.staged:
+                    data, j = arrived[r][i], 0
+                    for a, z in op.segs:
+                        state[r][a:z] = state[r][a:z] + data[j:j + z - a] if op.op == 0 else data[j:j + z - a]
+                        j += z - a
+                st[r][i] = 2
+            for u in op.units:
+                head[r][u] += 1
+            continue
+        k -= len(runnable)
+        if k < len(flying):                       # deliver: read the sender now, write in place now
+            r, op, data = flying.pop(k)
+            if data is None:
+                data = gather(r, op)
+                leaving.append((r, op))
+            dr, di = recv_of[(op.flow, op.part)]
+            rop = sch[dr].ops[di]
+            if not rop.staged:
+                (a, z), = rop.segs
+                state[dr][a:z] = data
+            arrived[dr][di] = data
+        else:                                      # a send has left its sender
+            r, op = leaving.pop(k - len(flying))
+            if st[r][op.index] == 1:
+                st[r][op.index] = 2
+                for u in op.units:
+                    reading[r][u] -= 1
+            for j in sch[r].lane_next.get(op.index, ()):
+                lane[r][j] -= 1
+    assert all(all(v == 2 for v in row) for row in st), "some op could never run"
+    return x, state
+
+
+def _check(p, numel, x, out):
+    total = np.sum(x, axis=0)
+    coll = p.collective.value
+    b = block_bounds(p.num_ranks, numel)
+    for r in range(p.num_ranks):
+        if coll == "allreduce":
+            want, got = total, out[r]
+        elif coll == "broadcast":
+            want, got = x[p.root], out[r]
+        elif coll == "reduce":
+            if r != p.root:
+                continue
+            want, got = total, out[r]
+        elif coll == "reducescatter":
+            want, got = total[b[r]:b[r + 1]], out[r][b[r]:b[r + 1]]
+        else:
+            want = np.concatenate([x[q][b[q]:b[q + 1]] for q in range(p.num_ranks)])
+            got = out[r]
+        assert np.array_equal(got, want), f"{p.name or coll}, numel {numel}, rank {r}"
+
+
+CASES = [("ring", 4, {}), ("nccl-tree", 5, {}), ("nccl-tree", 4, {"slices": 3}), ("rabenseifner", 6, {}),
+         ("ring-reducescatter", 3, {}), ("ring-allgather", 5, {}), ("recursive-doubling", 5, {}),
+         ("binomial-broadcast", 5, {"root": 3}), ("binomial-reduce", 4, {"root": 1})]
+
+
+@pytest.mark.parametrize("numel,parts", [(1, 1), (7, 2), (64, 3), (64, 1)])
+def test_schedules_compute_the_collective_under_adversarial_timing(numel, parts):
+    rng = np.random.default_rng(numel * 10 + parts)
+    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [_rd_one_chunk(4), _copy_after_reduce()]
+    for p in pats:
+        for staging, direct, runs in (("needed", False, 10), ("always", False, 2), ("needed", True, 2),
+                                     ("needed", "mixed", 4)):
+            for _ in range(runs):
+                x, out = _run(p, numel, parts, rng, staging, direct)
+                _check(p, numel, x, out)
+
+
+def test_decisions_on_ring_tree_and_recursive_doubling():
+    ring = generate("ring", 4)
+    # ring: every copy lands in place, no send is staged (no rank writes a chunk it sends that step)
+    for r in range(4):
+        s = build_schedule(ring, r, 400, parts=2)
+        assert not any(o.staged for o in s.sends)
+        assert [o.staged for o in s.recvs] == [o.op == 0 for o in s.recvs]
+        assert len(s.ops) == 2 * 12 and s.parts == 2
+        assert s.send_numel == 0 and s.recv_numel == 3 * 100     # three reduce flows of 100 elements
+    # recursive doubling on one chunk sends and receives the chunk in the same step: staged
+    rd = _rd_one_chunk(4)
+    s = build_schedule(rd, 0, 10)
+    assert all(o.staged for o in s.ops)
+    # copy-after-reduce: rank 0's copy (step 2) follows its own reduce receive (step 0), which the
+    # copy's sender (rank 1) does not depend on: no proof, so it is staged
+    car = _copy_after_reduce()
+    assert in_place_receives(car, local_plan(car, 0, 10)) == set()
+    assert in_place_receives(car, local_plan(car, 2, 10)) == {4}
+    # the 'always' schedule stages everything (the executor before these options)
+    s = build_schedule(ring, 1, 400, 1, "always")
+    assert all(o.staged for o in s.ops)
+    # direct (small messages): sends staged, no lane waits; copies still land in place
+    s = build_schedule(ring, 1, 400, 1, direct=True)
+    assert all(o.staged and not o.after for o in s.sends) and not s.lane_next
+    assert any(not o.staged for o in s.recvs)
+
+
+def test_lanes_and_parts():
+    tree = generate("nccl-tree", 4)
+    s = build_schedule(tree, 1, 100, parts=2)
+    # rank 1 in tree 1: sends up at step 1, down to 0 and 2 at step 3 (after the step-1 send has left)
+    for o in s.sends:
+        if o.step == 3:
+            ups = [s.ops[i] for i in o.after]
+            assert ups and all(u.step == 1 and u.part == o.part and u.lane == o.lane for u in ups)
+    assert {o.tag for o in s.ops} == {o.flow * 2 + o.part for o in s.ops}
+    assert choose_parts(tree, 1 << 20, 4, 1 << 20) == 2          # 2 MB chunks / 1 MB
+    assert choose_parts(tree, 1 << 20, 4, None) == 1
+    assert choose_parts(tree, 1 << 26, 4, 1 << 20, max_parts=8) == 8
+    with pytest.raises(ValueError, match="parts"):
+        build_schedule(tree, 0, 10, parts=0)
+    with pytest.raises(ValueError, match="stage"):
+        build_schedule(tree, 0, 10, stage="sometimes")
+
+
+def test_the_adversarial_network_catches_an_unsafe_in_place_receive(monkeypatch):
+    """Receiving copy-after-reduce's copy into rank 0's tensor at the start is unsafe (the copy
+    may land before rank 0 has added rank 2's reduce); the simulation must notice."""
+    import reactccl.runtime.schedule as sched
+    monkeypatch.setattr(sched, "in_place_receives",
+                        lambda p, plan: {o.flow for o in plan.recvs if o.op == 1 and len(o.seg_list) == 1})
+    car, rng, wrong = _copy_after_reduce(), np.random.default_rng(0), 0
+    for _ in range(300):
+        x, out = _run(car, 3, 1, rng)
+        wrong += any(not np.array_equal(o, np.sum(x, axis=0)) for o in out)
+    assert wrong > 0
