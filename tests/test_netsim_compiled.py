@@ -112,3 +112,16 @@ def test_compiled_engine_raises_as_the_reference():
                       watched=True)
         with pytest.raises(SimulationError, match="max_events=5"):
             eng.run()
+
+
+def test_job_data_paths_are_the_ecmp_paths_of_the_drawn_ports():
+    from reactccl.netsim.jobdata import JobData
+    topo, pattern = fat_tree(4), generate("ring", 8)
+    place = np.array([0, 5, 9, 14, 2, 7, 11, 12])
+    jd = JobData(topo, pattern, place, 1, 1e6, 4, "step")
+    ports = np.random.default_rng(0).integers(4, size=pattern.num_flows)
+    keys = np.column_stack([np.full(pattern.num_flows, 1), np.arange(pattern.num_flows), ports])
+    ptr, links = topo.ecmp_paths(place[pattern.src], place[pattern.dst], keys)
+    got_ptr, got_links, lat = jd.epoch_paths(ports)
+    assert got_ptr.tolist() == ptr.tolist() and got_links.tolist() == links.tolist()
+    assert lat == pytest.approx(np.add.reduceat(topo.latency[links], ptr[:-1]))

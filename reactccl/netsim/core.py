@@ -7,16 +7,22 @@ Same model, same events and same batching as the pure-Python
   its active flows in a fixed slot range of ``lbuf`` (sized up front: the flows that ever cross
   it, plus ``max_backlog + 1`` per periodic source on it); ``ppos`` is each (flow, hop)'s slot,
   so adding or removing a flow is O(hops);
-* after a batch the connected component(s) of the flow-link graph touched by the batch are
-  found with stamp arrays (no sets) and re-solved by the rounds of
-  :func:`~reactccl.netsim.maxmin.max_min_rates` (Bertsekas & Gallager §6.5.2), done as loops
-  over the component's (flow, link) pairs: O(P) per round for P pairs, rounds = levels of
-  bottlenecks fixed in parallel (a few on a fabric of equal links);
+* after a batch only the flows whose rate can change are re-solved (exact, not an
+  approximation): let lam be the lowest level the batch can touch, the old rate of a flow that
+  stopped, or capacity / flow count on a started flow's links (no link of a changed flow can
+  saturate below it, before or after, so progressive filling is the same below lam and every
+  flow slower than lam keeps its rate). A link whose active flows' path capacities add up to at
+  most its capacity is slack: each flow's own path capacity implies it. The re-solved set is the
+  flows at or above lam on changed links, grown through non-slack links to flows at or above
+  lam; flows outside it keep their rates (their sub-problem is unchanged). It is solved by the
+  rounds of :func:`~reactccl.netsim.maxmin.max_min_rates` (Bertsekas & Gallager §6.5.2) over its
+  non-slack links and each flow's path capacity, the slower flows there taking their share of
+  capacity as fixed;
 * the event heap is four parallel arrays ordered by (time, kind, id).
 
 Arrays that grow (flows emitted by periodic sources, the heap) are reallocated here and handed
 back. The kernel returns a status: 0 done, 1 no events left with watched flows pending,
-2 too many events, 3 a periodic source over its backlog (the source in ``si[_S_ARG]``).
+2 too many events, 3 a periodic source over its backlog (the source in ``si[S_ARG]``).
 """
 
 from __future__ import annotations
@@ -26,12 +32,14 @@ from numba import njit
 
 SEND_DONE, ARRIVE, RELEASE, PERIODIC = 0, 1, 2, 3
 # integer scalars in ``si``
-S_NFLOWS, S_NPL, S_HSIZE, S_EVENTS, S_BATCHES, S_PENDING, S_MAXEV, S_MAXBL, S_ARG, S_NSTATIC, S_SOLVES, S_SOLVED, S_HMAX, S_ROUNDS = range(14)
-NUM_SI = 14
+(S_NFLOWS, S_NPL, S_HSIZE, S_EVENTS, S_BATCHES, S_PENDING, S_MAXEV, S_MAXBL, S_ARG, S_NSTATIC, S_SOLVES, S_SOLVED,
+ S_HMAX, S_ROUNDS, S_PASSES, S_FULL) = range(16)
+NUM_SI = 16
 TIME_TOL = 1e-12
 RATE_TOL = 1e-12
 MAXMIN_TOL = 1e-12  # = reactccl.netsim.maxmin.REL_TOL
 FREEZE_TOL = 1e-9
+CHECK_TOL = 1e-11
 
 
 @njit(cache=True)
@@ -96,7 +104,7 @@ def heap_pop(ht, hk, hi, hv, n):
 
 # columns of the per-flow float array FF and int array FI
 REM, RATE, TLAST, LAT, START, SEND_END, END, PATHCAP, NEWRATE = range(9)
-PSTART, PLEN, WAITING, VERSION, WATCHED, ORIGIN, FMARK, FIXED, FRESH = range(9)
+PSTART, PLEN, WAITING, VERSION, WATCHED, ORIGIN, FMARK, CHECKED, FRESH = range(9)
 NF_COLS, NI_COLS = 9, 9
 
 
@@ -211,6 +219,48 @@ def _feed(ptr, kids, f, jwait, jptr, jkids, FI, started, ns, stack):
 
 
 @njit(cache=True)
+def _add_links(f, plinks, FI, lcnt, lsum, cap, lin, stamp, comp_l, ncl):
+    """Add flow ``f``'s non-slack links (more than one flow, path capacities above the capacity)
+    to ``comp_l[:ncl]``; returns the new count."""
+    p0 = FI[f, PSTART]
+    for h in range(FI[f, PLEN]):
+        l = plinks[p0 + h]
+        if lin[l] != stamp and lcnt[l] >= 2 and lsum[l] > cap[l]:
+            lin[l] = stamp
+            comp_l[ncl] = l
+            ncl += 1
+    return ncl
+
+
+@njit(cache=True)
+def _has_bottleneck(g, stamp, cpass, cap, lbuf, lstart, lcnt, lsum, plinks, FF, FI, lchk, lstat):
+    """Whether flow ``g`` (rate: NEWRATE if in the re-solved set, else RATE) runs at its path
+    capacity or crosses a saturated non-slack link on which no flow gets more."""
+    r = FF[g, NEWRATE] if FI[g, FMARK] == stamp else FF[g, RATE]
+    if r >= FF[g, PATHCAP] * (1.0 - CHECK_TOL):
+        return True
+    p0 = FI[g, PSTART]
+    for h in range(FI[g, PLEN]):
+        l = plinks[p0 + h]
+        if lcnt[l] < 2 or lsum[l] <= cap[l]:
+            continue
+        if lchk[l] != cpass:                 # this link's load and top rate in this pass
+            lchk[l] = cpass
+            tot, top = 0.0, 0.0
+            base = lstart[l]
+            for s in range(lcnt[l]):
+                f = lbuf[base + s]
+                x = FF[f, NEWRATE] if FI[f, FMARK] == stamp else FF[f, RATE]
+                tot += x
+                if x > top:
+                    top = x
+            lstat[l, 0], lstat[l, 1] = tot, top
+        if lstat[l, 0] >= cap[l] * (1.0 - CHECK_TOL) and r >= lstat[l, 1] * (1.0 - CHECK_TOL):
+            return True
+    return False
+
+
+@njit(cache=True)
 def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
              per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
              lbuf, lstart, lcnt, plinks, ppos, FF, FI, ht, hk, hi, hv, sf, si):
@@ -221,6 +271,9 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
     nstatic = si[S_NSTATIC]
     lmark = np.zeros(L, np.int64)
     lin = np.zeros(L, np.int64)
+    lchk = np.zeros(L, np.int64)
+    lstat = np.zeros((L, 2))
+    cpass = si[S_PASSES]
     lsum = np.zeros(L)                      # sum of the path capacities of the active flows on each link
     seeds = np.empty(L, np.int64)
     crem = np.zeros(L)
@@ -374,7 +427,10 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 if y < lam:
                     lam = y
         lam *= 1.0 - FREEZE_TOL
-        # seeds: the unfrozen flows on changed links; grow through binding links to unfrozen flows
+        # A = the flows at or above lam on changed links (with their non-slack links); solve A with the
+        # other flows fixed, then check every flow on those links still has a bottleneck (Bertsekas &
+        # Gallager: a feasible allocation is max-min iff each flow crosses a saturated link where no
+        # flow gets more, or runs at its path capacity); a flow without one joins A; repeat.
         ncf = 0
         ncl = 0
         for x in range(nseed):
@@ -386,38 +442,88 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                     FI[f, FMARK] = stamp
                     comp_f[ncf] = f
                     ncf += 1
-        q = 0
-        while q < ncf:
-            f = comp_f[q]
-            q += 1
-            p0 = FI[f, PSTART]
-            for h in range(FI[f, PLEN]):
-                l = plinks[p0 + h]
-                if lin[l] == stamp or lcnt[l] < 2 or lsum[l] <= cap[l]:
-                    continue                # done, or slack: its flows' path capacities imply it
-                lin[l] = stamp
-                comp_l[ncl] = l
-                ncl += 1
-                base = lstart[l]
-                for s in range(lcnt[l]):
-                    g = lbuf[base + s]
-                    if FI[g, FMARK] != stamp and (FI[g, FRESH] == stamp or FF[g, RATE] >= lam):
-                        FI[g, FMARK] = stamp
-                        comp_f[ncf] = g
-                        ncf += 1
+        for x in range(ncf):
+            ncl = _add_links(comp_f[x], plinks, FI, lcnt, lsum, cap, lin, stamp, comp_l, ncl)
         if ncf == 0:
             continue
         si[S_SOLVES] += 1
-        si[S_SOLVED] += ncf
         if hsize > si[S_HMAX]:
             si[S_HMAX] = hsize
-        if ncl == 0:
-            for x in range(ncf):
-                FF[comp_f[x], NEWRATE] = FF[comp_f[x], PATHCAP]
-        else:
-            unfixed, rounds = water_fill(comp_f[:ncf], comp_l[:ncl], cap, lbuf, lstart, lcnt, plinks, FF, FI, lin, stamp, crem, nrem,
-                                 share, bott, unfixed)
+        while True:
+            if ncl == 0:
+                for x in range(ncf):
+                    FF[comp_f[x], NEWRATE] = FF[comp_f[x], PATHCAP]
+                break
+            unfixed, rounds = water_fill(comp_f[:ncf], comp_l[:ncl], cap, lbuf, lstart, lcnt, plinks, FF, FI, lin,
+                                         stamp, crem, nrem, share, bott, unfixed)
             si[S_ROUNDS] += rounds
+            si[S_PASSES] += 1
+            cpass += 1
+            before, full = ncf, False
+            for y in range(ncl):
+                l = comp_l[y]
+                base = lstart[l]
+                for s in range(lcnt[l]):
+                    g = lbuf[base + s]
+                    if FI[g, CHECKED] == cpass:
+                        continue
+                    FI[g, CHECKED] = cpass
+                    if _has_bottleneck(g, stamp, cpass, cap, lbuf, lstart, lcnt, lsum, plinks, FF, FI, lchk, lstat):
+                        continue
+                    if FI[g, FMARK] != stamp:
+                        FI[g, FMARK] = stamp
+                        FF[g, NEWRATE] = FF[g, RATE]       # the same rate until the next solve
+                        comp_f[ncf] = g
+                        ncf += 1
+                        ncl = _add_links(g, plinks, FI, lcnt, lsum, cap, lin, stamp, comp_l, ncl)
+                    else:                     # flows on its links that get more than it join A
+                        r = FF[g, NEWRATE]
+                        more = False
+                        p0 = FI[g, PSTART]
+                        for h in range(FI[g, PLEN]):
+                            m = plinks[p0 + h]
+                            if lcnt[m] < 2 or lsum[m] <= cap[m]:
+                                continue
+                            bm = lstart[m]
+                            for z in range(lcnt[m]):
+                                u = lbuf[bm + z]
+                                if FI[u, FMARK] != stamp and FF[u, RATE] > r * (1.0 + CHECK_TOL):
+                                    FI[u, FMARK] = stamp
+                                    FF[u, NEWRATE] = FF[u, RATE]
+                                    comp_f[ncf] = u
+                                    ncf += 1
+                                    ncl = _add_links(u, plinks, FI, lcnt, lsum, cap, lin, stamp, comp_l, ncl)
+                                    more = True
+                        if not more:
+                            full = True
+            if ncf > before:                  # new members: solve again
+                continue
+            if full:                          # no way to repair locally: the whole component, once
+                q = 0
+                while q < ncf:
+                    f = comp_f[q]
+                    q += 1
+                    p0 = FI[f, PSTART]
+                    for h in range(FI[f, PLEN]):
+                        l = plinks[p0 + h]
+                        if lcnt[l] < 2 or lsum[l] <= cap[l]:
+                            continue
+                        if lin[l] != stamp:
+                            lin[l] = stamp
+                            comp_l[ncl] = l
+                            ncl += 1
+                        base = lstart[l]
+                        for s in range(lcnt[l]):
+                            g = lbuf[base + s]
+                            if FI[g, FMARK] != stamp:
+                                FI[g, FMARK] = stamp
+                                comp_f[ncf] = g
+                                ncf += 1
+                unfixed, rounds = water_fill(comp_f[:ncf], comp_l[:ncl], cap, lbuf, lstart, lcnt, plinks, FF, FI,
+                                             lin, stamp, crem, nrem, share, bott, unfixed)
+                si[S_FULL] += 1
+            break
+        si[S_SOLVED] += ncf
         for x in range(ncf):
             f = comp_f[x]
             r = FF[f, NEWRATE]

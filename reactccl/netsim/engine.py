@@ -108,6 +108,16 @@ class FluidEngine:
         self.events = 0
         self.batches = 0
 
+    @property
+    def num_flows(self) -> int:
+        """Flows added so far (ids ``0 .. num_flows - 1``)."""
+        return len(self.paths)
+
+    @property
+    def num_joins(self) -> int:
+        """Joins added so far."""
+        return len(self.join_waiting)
+
     # ------------------------------------------------------------------ input
     def add_flows(self, paths: Sequence[Sequence[int]], nbytes: Sequence[float], latency: Sequence[float],
                   waiting: Sequence[int], children: Sequence[Sequence[int]], release: Sequence[float],

@@ -30,6 +30,7 @@ from .background import Background, Bulk, bulk_path, parse_background, parse_deg
 from .engine import MAX_BACKLOG, FluidEngine
 from .fast import CompiledEngine
 from ..pattern.order import check_order
+from .jobdata import JobData
 from .joins import join_graph
 
 __all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates", "ENGINES", "check_header_efficiency",
@@ -79,6 +80,9 @@ def _check_message(value, where: str) -> float:
 
 def _hosts(topology: Topology, placement) -> np.ndarray:
     """Host ids (shape ``(N,)``) from ids or host names."""
+    if isinstance(placement, np.ndarray) and placement.dtype.kind in "iu" and placement.ndim == 1 and (
+            placement.size == 0 or (placement.min() >= 0 and placement.max() < topology.num_hosts)):
+        return placement.astype(np.int64, copy=False)
     return np.array([topology.host_id(h) for h in placement], dtype=np.int64)
 
 
@@ -181,9 +185,23 @@ class SimulatedNetwork:
         self._bulk_next: list[float] = []
         self._carry: list[tuple[int, float]] = []  # (bulk source, bytes left) still sending
         self._paths_cache: tuple | None = None
+        self._jobs: dict[tuple, JobData] = {}
+        self._distinct: set[bytes] = set()  # placements checked to repeat no host
         self.last_stats: dict[str, float] = {}
         self.max_backlog, self.max_events = max_backlog, max_events
         FluidEngine(np.ones(1), max_events, max_backlog)  # checks both limits now
+
+    def _job_data(self, topology: Topology, job: Job, job_id: int) -> JobData:
+        """The cached :class:`~reactccl.netsim.jobdata.JobData` of ``job`` (by pattern identity,
+        placement, size and job index; the last 8 kept)."""
+        key = (id(job.pattern), job_id, job.placement.tobytes(), job.message_bytes)
+        jd = self._jobs.get(key)
+        if jd is None or jd.pattern is not job.pattern:
+            jd = JobData(topology, job.pattern, job.placement, job_id, job.message_bytes, self.ecmp_ports, self.order)
+            self._jobs[key] = jd
+            while len(self._jobs) > 8:
+                self._jobs.pop(next(iter(self._jobs)))
+        return jd
 
     def _background(self, placement: np.ndarray):
         if self._resolved is None:
@@ -237,8 +255,11 @@ class SimulatedNetwork:
             if len(j.placement) != j.pattern.num_ranks:
                 raise ValueError(f"job {k}: placement has {len(j.placement)} hosts for "
                                  f"{j.pattern.num_ranks} ranks")
-            if len(np.unique(j.placement)) != len(j.placement):
-                raise ValueError(f"job {k}: placement repeats a host")
+            key = j.placement.tobytes()
+            if key not in self._distinct:
+                if len(np.unique(j.placement)) != len(j.placement):
+                    raise ValueError(f"job {k}: placement repeats a host")
+                self._distinct.add(key)
         topo = self.topology
         long_lived, bulks = self._background(jobs[0].placement)
         eng = ENGINES[self.engine](topo.capacity, self.max_events, self.max_backlog)
@@ -247,18 +268,41 @@ class SimulatedNetwork:
             F = job.pattern.num_flows
             rng = np.random.default_rng([self.seed, self.epoch, k])
             ports = rng.integers(self.ecmp_ports, size=F)
-            offset = len(eng.paths)
-            paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids, sent = _job_flows(
-                topo, job, k, ports, offset, len(eng.join_waiting), self.order)
-            eng.add_joins(jwait, jkids)
-            wire = nbytes if self.header_efficiency == 1.0 else nbytes / self.header_efficiency
-            eng.add_flows(paths, wire, lat, waiting, children, [0.0] * F, watched=True, sent_children=sent)
+            offset, joff = eng.num_flows, eng.num_joins
+            scale = 1.0 / self.header_efficiency
+            if hasattr(eng, "add_flow_arrays"):     # the compiled engine takes arrays
+                jd = self._job_data(topo, job, k)
+                ptr, links, lat = jd.epoch_paths(ports)
+                g, nbytes = jd.graph, jd.nbytes
+
+                def shift(ref):
+                    return np.where(ref >= 0, ref + offset, ref - joff)
+
+                eng.add_join_arrays(g.join_waiting, g.join_child_ptr, shift(g.join_child))
+                eng.add_flow_arrays(ptr, links, nbytes * scale, lat, g.flow_waiting, g.flow_child_ptr,
+                                    shift(g.flow_child), g.flow_sent_ptr, shift(g.flow_sent), np.zeros(F), True)
+            else:
+                paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids, sent = _job_flows(
+                    topo, job, k, ports, offset, joff, self.order)
+                eng.add_joins(jwait, jkids)
+                eng.add_flows(paths, nbytes * scale, lat, waiting, children, [0.0] * F, watched=True,
+                              sent_children=sent)
             per_job.append((offset, F, ports, ptr, links, nbytes))
         if long_lived:
-            paths = [x.tolist() for x in self.background_paths()]
-            lat = [topo.path_latency(x) for x in paths]
+            paths = self.background_paths()
             k = len(paths)
-            eng.add_flows(paths, [np.inf] * k, lat, [0] * k, [()] * k, [0.0] * k, watched=False)
+            if hasattr(eng, "add_flow_arrays"):
+                ptr = np.zeros(k + 1, dtype=np.int64)
+                np.cumsum([len(x) for x in paths], out=ptr[1:])
+                links = np.concatenate(paths)
+                lat = np.add.reduceat(topo.latency[links], ptr[:-1])
+                none = np.zeros(k + 1, dtype=np.int64)
+                eng.add_flow_arrays(ptr, links, np.full(k, np.inf), lat, np.zeros(k, np.int64), none, none[:0],
+                                    none, none[:0], np.zeros(k), False)
+            else:
+                paths = [x.tolist() for x in paths]
+                lat = [topo.path_latency(x) for x in paths]
+                eng.add_flows(paths, [np.inf] * k, lat, [0] * k, [()] * k, [0.0] * k, watched=False)
         bulk_paths = self.bulk_paths()
         for i, b in enumerate(bulks):
             path = bulk_paths[i]
@@ -282,7 +326,7 @@ class SimulatedNetwork:
                       "src_host": job.placement[job.pattern.src], "dst_host": job.placement[job.pattern.dst],
                       "topology": topo.name, "events": eng.events, "batches": eng.batches}))
         self._save_bursts(eng)
-        self.last_stats = {"events": eng.events, "batches": eng.batches, "flows": len(eng.paths)}
+        self.last_stats = {"events": eng.events, "batches": eng.batches, "flows": eng.num_flows}
         self.clock += eng.time
         self.epoch += 1
         return traces
