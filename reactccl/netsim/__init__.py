@@ -1,5 +1,15 @@
-"""Flow-level (fluid) network simulation: max-min fair sharing, per-hop latency, data-driven
-flow starts, ECMP port choice per epoch, background traffic, degraded links, several jobs.
+"""Flow-level (fluid) network simulation: max-min fair sharing, per-hop latency, ECMP port choice
+per epoch, background traffic, degraded links, several jobs.
+
+Execution model (DESIGN.md "The pattern IR", :mod:`reactccl.pattern.order`): a flow starts once its
+data has arrived (every earlier flow into its source that touches one of its chunks) and, in step
+order (``order="step"``, the default), once its rank's sends of the previous sending step in the same
+chunk graph have sent their last byte. Sends of one (rank, chunk graph, step) run together; chunk
+graphs run concurrently. ``order="data"`` keeps only the data condition.
+
+Engines: :class:`CompiledEngine` (numba, the default) and :class:`FluidEngine` (pure Python, the
+reference); choose with ``engine=`` or ``$REACTCCL_NETSIM_ENGINE``. Sizes beyond what memory or
+time allows are refused before work (topology links, pattern flows, background flows).
 
 See DESIGN.md "Layers": knows topologies, patterns and traces, not the tuner.
 """
@@ -9,12 +19,14 @@ from .background import (
     random_degrade, resolve_background,
 )
 from .engine import FluidEngine, SimulationError
+from .fast import CompiledEngine
 from .maxmin import max_min_rates
 from .network import Job, SimulatedCluster, SimulatedNetwork
 from .run import SimulationResult, run_simulation
 
 __all__ = [
-    "BackgroundError", "Bulk", "FluidEngine", "IntoRanks", "Job", "LongLived", "OutOfRanks", "RandomPairs",
+    "BackgroundError", "Bulk", "CompiledEngine", "FluidEngine", "IntoRanks", "Job", "LongLived", "OutOfRanks",
+    "RandomPairs",
     "SimulatedCluster", "SimulatedNetwork", "SimulationError", "SimulationResult", "max_min_rates",
     "parse_background", "parse_degrade", "random_degrade", "resolve_background", "run_simulation",
 ]

@@ -1,9 +1,10 @@
 """The event-driven fluid core: flows start, share links max-min fairly, finish, and arrive.
 
 A flow is a path (link ids), a byte count (``inf`` for a long-lived flow) and a
-path latency. It is *released* at a time or when its last dependency has
-arrived (directly, or through zero-cost *joins* that stand for many arrivals at
-once, see :mod:`.joins`); it then sends at its max-min fair rate until its last byte is out
+path latency. It is *released* at a time or when its last dependency is met:
+an arrival of a flow it waits on, or the *send end* (last byte out) of a flow
+it follows in step order, directly or through zero-cost *joins* that stand for
+many of them at once (see :mod:`.joins`); it then sends at its max-min fair rate until its last byte is out
 (``send_end``) and its data arrives ``latency`` seconds later (``end``). So an
 uncontended flow takes ``latency + bytes * 8 / min capacity``.
 
@@ -34,14 +35,14 @@ import numpy as np
 
 from .maxmin import max_min_rates
 
-__all__ = ["FluidEngine", "SimulationError", "MAX_EVENTS_BASE", "MAX_EVENTS_PER_FLOW", "MAX_BACKLOG"]
+__all__ = ["FluidEngine", "SimulationError", "MAX_EVENTS_BASE", "MAX_EVENTS_PER_FLOW", "MAX_BACKLOG", "COALESCE"]
 
 MAX_EVENTS_BASE = 20_000_000
 MAX_EVENTS_PER_FLOW = 100
 MAX_BACKLOG = 1000
 
 _SEND_DONE, _ARRIVE, _RELEASE, _PERIODIC = 0, 1, 2, 3
-_TIME_TOL = 1e-12
+COALESCE = 1e-12
 _RATE_TOL = 1e-12
 
 
@@ -68,7 +69,11 @@ class FluidEngine:
     not reached) and :meth:`unfinished` lists flows still sending with their bytes left.
     """
 
-    def __init__(self, capacity: np.ndarray, max_events: int | None = None, max_backlog: int = MAX_BACKLOG) -> None:
+    def __init__(self, capacity: np.ndarray, max_events: int | None = None, max_backlog: int = MAX_BACKLOG,
+                 coalesce: float = COALESCE) -> None:
+        if not (isinstance(coalesce, (int, float, np.floating)) and 0.0 <= float(coalesce) < 1e-2):
+            raise ValueError(f"FluidEngine: coalesce must be a relative time tolerance in [0, 0.01), got {coalesce!r}")
+        self.coalesce = float(coalesce)
         for name, v in (("max_events", max_events), ("max_backlog", max_backlog)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
                 raise ValueError(f"FluidEngine: {name} must be an integer >= 1, got {v!r}")
@@ -86,6 +91,7 @@ class FluidEngine:
         self.version: list[int] = []
         self.waiting: list[int] = []
         self.children: list[Sequence[int]] = []  # flow ids, and joins j as ~j
+        self.sent_children: list[Sequence[int]] = []  # fed when the flow's last byte leaves
         self.join_waiting: list[int] = []
         self.join_children: list[Sequence[int]] = []
         self.watched: list[bool] = []
@@ -102,10 +108,20 @@ class FluidEngine:
         self.events = 0
         self.batches = 0
 
+    @property
+    def num_flows(self) -> int:
+        """Flows added so far (ids ``0 .. num_flows - 1``)."""
+        return len(self.paths)
+
+    @property
+    def num_joins(self) -> int:
+        """Joins added so far."""
+        return len(self.join_waiting)
+
     # ------------------------------------------------------------------ input
     def add_flows(self, paths: Sequence[Sequence[int]], nbytes: Sequence[float], latency: Sequence[float],
                   waiting: Sequence[int], children: Sequence[Sequence[int]], release: Sequence[float],
-                  watched: bool) -> int:
+                  watched: bool, sent_children: Sequence[Sequence[int]] | None = None) -> int:
         """Add flows; returns the id of the first (ids are consecutive).
 
         Args:
@@ -118,6 +134,9 @@ class FluidEngine:
                 :meth:`add_joins`).
             release: start time of flows with no dependencies (``inf``: only via deps).
             watched: the run ends once all watched flows have arrived.
+            sent_children: per flow, what its *send end* (last byte out, before the path
+                latency) feeds, in the same encoding as ``children`` (step order,
+                :mod:`reactccl.pattern.order`); ``None``: nothing.
 
         Raises:
             SimulationError: an empty path.
@@ -138,6 +157,7 @@ class FluidEngine:
         self.version.extend([0] * n)
         self.waiting.extend(np.asarray(waiting, dtype=np.int64).tolist())
         self.children.extend(children)
+        self.sent_children.extend(sent_children if sent_children is not None else [()] * n)
         self.watched.extend([watched] * n)
         nan = float("nan")
         self.start.extend([nan] * n)
@@ -230,16 +250,16 @@ class FluidEngine:
                 raise SimulationError(f"{len(waiting)} flows can never finish (first: flow {waiting[0]}); "
                                       "a dependency cycle or a flow with no rate")
             t = heap[0][0]
-            limit = t + abs(t) * _TIME_TOL
+            limit = t + abs(t) * self.coalesce
             started: list[int] = []
             stopped: list[int] = []
             self.batches += 1
             while heap and heap[0][0] <= limit:
                 _, kind, i, ver = pop(heap)
+                if kind == _SEND_DONE and ver != self.version[i]:
+                    continue  # superseded by a rate change: not an event
                 self.events += 1
                 if kind == _SEND_DONE:
-                    if ver != self.version[i]:
-                        continue
                     stopped.append(i)
                     src = self.origin.get(i)
                     if src is not None:
@@ -247,6 +267,9 @@ class FluidEngine:
                     self.send_end[i] = t
                     self.rem[i] = 0.0
                     heapq.heappush(heap, (t + self.latency[i], _ARRIVE, i, 0))
+                    kids = self.sent_children[i]
+                    if kids:
+                        self._feed(kids, started)
                 elif kind == _ARRIVE:
                     self.end[i] = t
                     if self.watched[i]:

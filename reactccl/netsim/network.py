@@ -5,15 +5,19 @@ ports at random (REACT §7.3: "each flow ... is initialized with 4 connections
 on 4 different ports ... at each epoch, one port is chosen at random") and
 takes ``topology.ecmp_path(src_host, dst_host, (job, flow, port))`` (a topology with a
 fixed router, e.g. a torus fabric, gives its one route whatever the port). A flow
-starts once all flows it depends on (``pattern.dependencies()``) have arrived, a
-condition the engine tracks through joins (:mod:`.joins`) rather than the full list;
-flows with no dependency start at the epoch start. Background traffic is
+starts once all flows it depends on (``pattern.dependencies()``) have arrived and, in
+step order (``order="step"``, the default; :mod:`reactccl.pattern.order`), once its
+rank's sends of the previous sending step in the same chunk graph have left it; the
+engine tracks both through joins (:mod:`.joins`) rather than full lists.
+``order="data"`` drops the second condition (every send starts as soon as its data is
+in). Flows with no condition start at the epoch start. Background traffic is
 resolved once (seeded) and re-injected every epoch; bulk bursts follow a global
 clock that advances by each epoch's duration.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -24,9 +28,34 @@ from ..topology import Topology
 from ..trace import EpochTrace
 from .background import Background, Bulk, bulk_path, parse_background, parse_degrade, resolve_background
 from .engine import MAX_BACKLOG, FluidEngine
+from .fast import CompiledEngine
+from ..pattern.order import check_order
+from .jobdata import JobData
 from .joins import join_graph
 
-__all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates"]
+__all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates", "ENGINES", "check_header_efficiency",
+           "default_engine"]
+
+ENGINES = {"compiled": CompiledEngine, "python": FluidEngine}
+"""Engines by name: ``"compiled"`` (numba, the default) and ``"python"`` (the reference)."""
+
+
+def default_engine() -> str:
+    """The engine used when none is named: ``$REACTCCL_NETSIM_ENGINE`` if set (``compiled`` or
+    ``python``; lets a benchmark run whole experiments on the reference), else ``"compiled"``."""
+    return os.environ.get("REACTCCL_NETSIM_ENGINE", "compiled")
+
+
+def check_header_efficiency(value) -> float:
+    """``value`` as a float in (0, 1]: payload bytes per byte on the wire. ValueError otherwise."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"header_efficiency: expected a number in (0, 1], got {value!r}") from None
+    if not 0.0 < v <= 1.0:
+        raise ValueError(f"header_efficiency: payload bytes per wire byte must be in (0, 1] (e.g. 1448/1538 "
+                         f"= 0.9415 for TCP over 1500-byte-MTU Ethernet), got {value!r}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -51,10 +80,14 @@ def _check_message(value, where: str) -> float:
 
 def _hosts(topology: Topology, placement) -> np.ndarray:
     """Host ids (shape ``(N,)``) from ids or host names."""
+    if isinstance(placement, np.ndarray) and placement.dtype.kind in "iu" and placement.ndim == 1 and (
+            placement.size == 0 or (placement.min() >= 0 and placement.max() < topology.num_hosts)):
+        return placement.astype(np.int64, copy=False)
     return np.array([topology.host_id(h) for h in placement], dtype=np.int64)
 
 
-def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, offset: int, join_offset: int):
+def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, offset: int, join_offset: int,
+               order: str = "step"):
     """Paths, bytes, latencies and start conditions of one job's flows (flow ids offset by
     ``offset``, join ids by ``join_offset``; see :mod:`.joins`)."""
     p = job.pattern
@@ -63,16 +96,17 @@ def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, off
     keys = np.column_stack([np.full(F, job_id), np.arange(F), ports])
     ptr, links = topology.ecmp_paths(place[p.src], place[p.dst], keys)
     lat = np.add.reduceat(topology.latency[links], ptr[:-1]) if F else np.zeros(0)
-    jg = join_graph(p)
+    jg = join_graph(p, order)
 
     def shifted(ref: np.ndarray) -> list[int]:  # flows >= 0 move by offset, joins ~j by join_offset
         return np.where(ref >= 0, ref + offset, ref - join_offset).tolist()
 
     children = _split(shifted(jg.flow_child), jg.flow_child_ptr)
     join_children = _split(shifted(jg.join_child), jg.join_child_ptr)
+    sent_children = _split(shifted(jg.flow_sent), jg.flow_sent_ptr)
     paths = _split(links.tolist(), ptr, tuple)
     return (paths, ptr, links, p.flow_bytes(job.message_bytes), lat, jg.flow_waiting, children,
-            jg.join_waiting, join_children)
+            jg.join_waiting, join_children, sent_children)
 
 
 def _split(flat: list, ptr: np.ndarray, kind: type = list) -> list:
@@ -111,15 +145,32 @@ class SimulatedNetwork:
         max_backlog: most bursts of one bulk source that may be sending at once (see
             :class:`~reactccl.netsim.engine.FluidEngine`); more raises SimulationError.
         max_events: events allowed per epoch (``None``: the engine's generous default).
+        order: ``"step"`` (default) or ``"data"``, the execution order of
+            :mod:`reactccl.pattern.order`.
+        header_efficiency: payload bytes per byte on the wire, in (0, 1] (default 1.0: no
+            headers). A flow of B payload bytes puts ``B / header_efficiency`` bytes on its links;
+            traces keep payload bytes, so algbw/busbw are payload rates. TCP/IPv4 with timestamps
+            over 1500-byte-MTU Ethernet carries 1448 payload bytes per packet: 1448/1500 counts IP
+            and TCP headers only, 1448/1538 also the Ethernet header, FCS, preamble and gap.
+            Background and bulk flows are given in wire bytes and are not scaled.
+        engine: ``"compiled"`` or ``"python"`` (the reference, :data:`ENGINES`); ``None``:
+            :func:`default_engine`.
 
     Raises:
-        ValueError: ecmp_ports < 1; errors of :func:`resolve_background` and ``degraded``.
+        ValueError: ecmp_ports < 1, an unknown order; errors of :func:`resolve_background` and ``degraded``.
     """
 
     def __init__(self, topology: Topology, background: Sequence[Background | str] = (),
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None, ecmp_ports: int = 4,
                  seed: int = 0, reference_placement: np.ndarray | None = None,
-                 max_backlog: int = MAX_BACKLOG, max_events: int | None = None) -> None:
+                 max_backlog: int = MAX_BACKLOG, max_events: int | None = None, order: str = "step",
+                 header_efficiency: float = 1.0, engine: str | None = None) -> None:
+        self.order = check_order(order)
+        engine = default_engine() if engine is None else engine
+        self.header_efficiency = check_header_efficiency(header_efficiency)
+        if engine not in ENGINES:
+            raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
+        self.engine = engine
         if isinstance(ecmp_ports, bool) or not isinstance(ecmp_ports, (int, np.integer)) or ecmp_ports < 1:
             raise ValueError(f"ecmp_ports: expected an integer >= 1, got {ecmp_ports!r}")
         self.degrade = degrade_rates(topology, degrade, seed)
@@ -134,9 +185,23 @@ class SimulatedNetwork:
         self._bulk_next: list[float] = []
         self._carry: list[tuple[int, float]] = []  # (bulk source, bytes left) still sending
         self._paths_cache: tuple | None = None
+        self._jobs: dict[tuple, JobData] = {}
+        self._distinct: set[bytes] = set()  # placements checked to repeat no host
         self.last_stats: dict[str, float] = {}
         self.max_backlog, self.max_events = max_backlog, max_events
         FluidEngine(np.ones(1), max_events, max_backlog)  # checks both limits now
+
+    def _job_data(self, topology: Topology, job: Job, job_id: int) -> JobData:
+        """The cached :class:`~reactccl.netsim.jobdata.JobData` of ``job`` (by pattern identity,
+        placement, size and job index; the last 8 kept)."""
+        key = (id(job.pattern), job_id, job.placement.tobytes(), job.message_bytes)
+        jd = self._jobs.get(key)
+        if jd is None or jd.pattern is not job.pattern:
+            jd = JobData(topology, job.pattern, job.placement, job_id, job.message_bytes, self.ecmp_ports, self.order)
+            self._jobs[key] = jd
+            while len(self._jobs) > 8:
+                self._jobs.pop(next(iter(self._jobs)))
+        return jd
 
     def _background(self, placement: np.ndarray):
         if self._resolved is None:
@@ -190,27 +255,54 @@ class SimulatedNetwork:
             if len(j.placement) != j.pattern.num_ranks:
                 raise ValueError(f"job {k}: placement has {len(j.placement)} hosts for "
                                  f"{j.pattern.num_ranks} ranks")
-            if len(np.unique(j.placement)) != len(j.placement):
-                raise ValueError(f"job {k}: placement repeats a host")
+            key = j.placement.tobytes()
+            if key not in self._distinct:
+                if len(np.unique(j.placement)) != len(j.placement):
+                    raise ValueError(f"job {k}: placement repeats a host")
+                self._distinct.add(key)
         topo = self.topology
         long_lived, bulks = self._background(jobs[0].placement)
-        eng = FluidEngine(topo.capacity, self.max_events, self.max_backlog)
+        eng = ENGINES[self.engine](topo.capacity, self.max_events, self.max_backlog)
         per_job = []
         for k, job in enumerate(jobs):
             F = job.pattern.num_flows
             rng = np.random.default_rng([self.seed, self.epoch, k])
             ports = rng.integers(self.ecmp_ports, size=F)
-            offset = len(eng.paths)
-            paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids = _job_flows(
-                topo, job, k, ports, offset, len(eng.join_waiting))
-            eng.add_joins(jwait, jkids)
-            eng.add_flows(paths, nbytes, lat, waiting, children, [0.0] * F, watched=True)
+            offset, joff = eng.num_flows, eng.num_joins
+            scale = 1.0 / self.header_efficiency
+            if hasattr(eng, "add_flow_arrays"):     # the compiled engine takes arrays
+                jd = self._job_data(topo, job, k)
+                ptr, links, lat = jd.epoch_paths(ports)
+                g, nbytes = jd.graph, jd.nbytes
+
+                def shift(ref):
+                    return np.where(ref >= 0, ref + offset, ref - joff)
+
+                eng.add_join_arrays(g.join_waiting, g.join_child_ptr, shift(g.join_child))
+                eng.add_flow_arrays(ptr, links, nbytes * scale, lat, g.flow_waiting, g.flow_child_ptr,
+                                    shift(g.flow_child), g.flow_sent_ptr, shift(g.flow_sent), np.zeros(F), True)
+            else:
+                paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids, sent = _job_flows(
+                    topo, job, k, ports, offset, joff, self.order)
+                eng.add_joins(jwait, jkids)
+                eng.add_flows(paths, nbytes * scale, lat, waiting, children, [0.0] * F, watched=True,
+                              sent_children=sent)
             per_job.append((offset, F, ports, ptr, links, nbytes))
         if long_lived:
-            paths = [x.tolist() for x in self.background_paths()]
-            lat = [topo.path_latency(x) for x in paths]
+            paths = self.background_paths()
             k = len(paths)
-            eng.add_flows(paths, [np.inf] * k, lat, [0] * k, [()] * k, [0.0] * k, watched=False)
+            if hasattr(eng, "add_flow_arrays"):
+                ptr = np.zeros(k + 1, dtype=np.int64)
+                np.cumsum([len(x) for x in paths], out=ptr[1:])
+                links = np.concatenate(paths)
+                lat = np.add.reduceat(topo.latency[links], ptr[:-1])
+                none = np.zeros(k + 1, dtype=np.int64)
+                eng.add_flow_arrays(ptr, links, np.full(k, np.inf), lat, np.zeros(k, np.int64), none, none[:0],
+                                    none, none[:0], np.zeros(k), False)
+            else:
+                paths = [x.tolist() for x in paths]
+                lat = [topo.path_latency(x) for x in paths]
+                eng.add_flows(paths, [np.inf] * k, lat, [0] * k, [()] * k, [0.0] * k, watched=False)
         bulk_paths = self.bulk_paths()
         for i, b in enumerate(bulks):
             path = bulk_paths[i]
@@ -234,7 +326,7 @@ class SimulatedNetwork:
                       "src_host": job.placement[job.pattern.src], "dst_host": job.placement[job.pattern.dst],
                       "topology": topo.name, "events": eng.events, "batches": eng.batches}))
         self._save_bursts(eng)
-        self.last_stats = {"events": eng.events, "batches": eng.batches, "flows": len(eng.paths)}
+        self.last_stats = {"events": eng.events, "batches": eng.batches, "flows": eng.num_flows}
         self.clock += eng.time
         self.epoch += 1
         return traces
@@ -253,7 +345,7 @@ class SimulatedCluster:
         topology: the network.
         placement: host (id or name) of each rank, shape ``(N,)`` (see :func:`reactccl.topology.placement`).
         message_bytes: the collective's message size S in bytes (finite, > 0).
-        background, degrade, ecmp_ports, seed: as :class:`SimulatedNetwork`.
+        background, degrade, ecmp_ports, seed, order, header_efficiency, engine: as :class:`SimulatedNetwork`.
 
     Raises:
         ValueError: ``message_bytes`` not a finite number > 0; errors of :class:`SimulatedNetwork`.
@@ -262,11 +354,13 @@ class SimulatedCluster:
     def __init__(self, topology: Topology, placement: Sequence[int] | np.ndarray, message_bytes: float,
                  background: Sequence[Background | str] = (),
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None,
-                 ecmp_ports: int = 4, seed: int = 0) -> None:
+                 ecmp_ports: int = 4, seed: int = 0, order: str = "step", header_efficiency: float = 1.0,
+                 engine: str | None = None) -> None:
         self.placement = _hosts(topology, placement)
         self.message_bytes = _check_message(message_bytes, "message_bytes")
         self.network = SimulatedNetwork(topology, background, degrade, ecmp_ports, seed,
-                                        reference_placement=self.placement)
+                                        reference_placement=self.placement, order=order,
+                                        header_efficiency=header_efficiency, engine=engine)
 
     @property
     def topology(self) -> Topology:

@@ -42,6 +42,7 @@ class SimulationResult:
         fixed_routes: the topology routes every pair on one fixed route (tori, HyperX,
             spine-leaf, dragonfly), so ``ecmp_ports`` changes nothing.
         wall_s, events: simulator wall time (s) and events processed.
+        order: the execution order, ``"step"`` or ``"data"`` (:mod:`reactccl.pattern.order`).
     """
 
     algorithm: str
@@ -68,6 +69,8 @@ class SimulationResult:
     pattern_changes: int = 0
     placement_hosts: list[str] = field(default_factory=list)
     fixed_routes: bool = False
+    order: str = "step"
+    header_efficiency: float = 1.0
 
     @property
     def epochs(self) -> int:
@@ -94,7 +97,8 @@ class SimulationResult:
             "flows_per_epoch": self.num_flows, "topology": self.topology, "hosts": self.num_hosts,
             "message_bytes": self.message_bytes, "placement": self.placement.tolist(),
             "placement_hosts": list(self.placement_hosts), "routes": "fixed" if self.fixed_routes else "ecmp",
-            "seed": self.seed, "ecmp_ports": self.ecmp_ports, "epochs": self.epochs,
+            "seed": self.seed, "ecmp_ports": self.ecmp_ports, "order": self.order,
+            "header_efficiency": self.header_efficiency, "epochs": self.epochs,
             "background": [list(p) for p in self.background], "bulk": self.bulk, "degraded": self.degraded,
             "stats": stats,
             "durations_s": self.durations.tolist(), "algbw_Bps": nums(self.algbw),
@@ -119,7 +123,9 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
                    placement: str | Sequence[int] = "first", options: Mapping[str, Any] | None = None,
                    slowest: int = 5, keep_traces: bool = False,
                    progress: Callable[[int], None] | None = None,
-                   controller: Callable[[CollectivePattern], Any] | None = None) -> SimulationResult:
+                   controller: Callable[[CollectivePattern], Any] | None = None,
+                   order: str = "step", header_efficiency: float = 1.0,
+                   engine: str | None = None) -> SimulationResult:
     """Simulate ``epochs`` epochs of a collective and summarise them.
 
     Args:
@@ -138,9 +144,16 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
             ``reactccl.tuner.ReactController``): each epoch runs ``ctl.pattern_for_epoch(e)``
             and the trace is fed back with ``ctl.observe(trace)``. The simulator does not
             import the tuner; anything with those two methods works.
+        order: ``"step"`` (default) or ``"data"``: the execution order
+            (:mod:`reactccl.pattern.order`).
+        header_efficiency: payload bytes per wire byte in (0, 1] (default 1.0); see
+            :class:`~reactccl.netsim.network.SimulatedNetwork`.
+        engine: ``"compiled"`` or ``"python"`` (the reference engine); ``None``: the default
+            (:func:`~reactccl.netsim.network.default_engine`).
 
     Raises:
         PatternError, TopologyError, BackgroundError, UnitError: a bad input, named.
+        ValueError: an unknown ``order`` or ``engine``; ``header_efficiency`` outside (0, 1].
     """
     topo = parse_topology(topology) if isinstance(topology, str) else topology
     if isinstance(algorithm, CollectivePattern):
@@ -155,7 +168,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     hosts = place_ranks(topo, pattern.num_ranks, placement, seed=seed)
     specs = [parse_background(b, hosts) if isinstance(b, str) else b for b in background]
     rates = degrade_rates(topo, degrade, seed)
-    cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed)
+    cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed,
+                               order=order, header_efficiency=header_efficiency, engine=engine)
     durations, algbw, busbw = np.empty(epochs), np.empty(epochs), np.empty(epochs)
     best: list[dict] = []
     traces: list[EpochTrace] = []
@@ -189,4 +203,5 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
                "phase_s": b.phase} for b in bulks],
         degraded={topo.describe_link(l): r for l, r in sorted(rates.items())},
         traces=traces, wall_s=wall, events=events, controller=ctl, pattern_changes=changes,
-        placement_hosts=[topo.hosts[int(h)] for h in hosts], fixed_routes=topo.router is not None)
+        placement_hosts=[topo.hosts[int(h)] for h in hosts], fixed_routes=topo.router is not None,
+        order=order, header_efficiency=header_efficiency)
