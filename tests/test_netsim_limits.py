@@ -40,9 +40,9 @@ def test_huge_topologies_are_refused_with_their_size(spec, words):
 
 
 def test_huge_patterns_and_backgrounds_are_refused():
-    with pytest.raises(PatternError, match="slices=1000000000: would have 28,000,000,000 flows"):
+    with pytest.raises(PatternError, match="nccl-tree with 8 ranks: about .* refused before generating"):
         generate("nccl-tree", 8, slices=1000000000)
-    with pytest.raises(PatternError, match="ring on 1000000 ranks: would have 1,999,998,000,000 flows"):
+    with pytest.raises(PatternError, match="ring with 1000000 ranks: about .* refused before generating"):
         generate("ring", 1000000)
     with pytest.raises(BackgroundError, match="1,000,000 long-lived flows"):
         SimulatedCluster(star(16), np.arange(8), 1e6, background=[IntoRanks((3,), 1000000)]).run_epoch(
@@ -51,7 +51,7 @@ def test_huge_patterns_and_backgrounds_are_refused():
 
 @pytest.mark.parametrize("args, words", [
     (["-t", "fat-tree:k=1000"], "1,500,000,000 directed links"),
-    (["-O", "slices=1000000000"], "28,000,000,000 flows"),
+    (["-O", "slices=1000000000"], "refused before generating"),
     (["-b", "into:3:p=1000000"], "1,000,000 long-lived flows"),
     (["--header-efficiency", "1448/0"], "--header-efficiency"),
 ])
