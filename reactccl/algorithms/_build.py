@@ -8,10 +8,6 @@ from ..pattern import CollectivePattern, PatternError
 
 __all__ = ["check_int_option", "check_root", "csr_ptr", "make_pattern", "ceil_log2"]
 
-"""Most flows a generator builds: the arrays take ~40 bytes per flow (2 GB here), a simulation
-~1 KB per flow per epoch, so more is refused before any work (a 1024-rank ring has 2.1 M)."""
-
-
 def check_int_option(name: str, value, minimum: int = 1) -> int:
     """``value`` as an int, PatternError naming option ``name`` unless it is an integer >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
