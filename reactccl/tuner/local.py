@@ -1,0 +1,160 @@
+"""Local search over REACT's move set for the best estimated whole-epoch time (§5.3, §5.4.1).
+
+Where Algorithm 1 (:mod:`.search`) accepts one greedy swap per congested node against the old
+critical paths, :func:`local_search` walks the placement space: at each step it scores every
+candidate move that touches a rank on the current *estimated* critical path — ③ window swaps and
+② chunk swaps from the exact viable sets, ① global swaps with the least loaded partners — by the
+estimated epoch time of the whole pattern (longest dependency chain with
+:class:`~reactccl.tuner.estimate.LinkModel` FCTs), and takes the best one (steepest descent),
+until no move improves, ``max_moves`` moves are made or ``max_evals`` candidates are scored.
+
+Pruning: only ranks on the estimated critical path are moved, hottest first (largest
+estimated share count beyond the pattern's own degree), at most ``hot`` of them per step; ①
+partners are the ``partners`` ranks with the least extra load on their links. Moves in ``banned``
+and placements whose key is in ``banned_keys`` (trials that measured a loss) are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..pattern import CollectivePattern
+from .estimate import LinkModel, step_degrees
+from .paths import critical_path, schedule
+from .transforms import Placement, Swap, Transform, TunerError, ViableSwaps
+
+__all__ = ["LocalResult", "local_search", "estimated_epoch"]
+
+
+def estimated_epoch(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray) -> float:
+    """Estimated epoch time (s) of ``pattern``: longest dependency chain with predicted FCTs."""
+    if not pattern.num_flows:
+        return 0.0
+    return float(schedule(pattern, model.predict(pattern, flow_bytes))[0].max())
+
+
+@dataclass
+class LocalResult:
+    """Outcome of :func:`local_search`: the moves taken in order with the estimated epoch time
+    (s) after each, the final placement, the estimate before and after, and candidates scored."""
+
+    placement: Placement
+    moves: list[Swap] = field(default_factory=list)
+    estimates: list[float] = field(default_factory=list)
+    est_before: float = 0.0
+    est_after: float = 0.0
+    evals: int = 0
+
+    @property
+    def gain(self) -> float:
+        """est_before / est_after (> 1: estimated faster)."""
+        return self.est_before / self.est_after if self.est_after > 0 else 1.0
+
+
+def _hot_ranks(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray, limit: int) -> list[int]:
+    """Ranks on the estimated critical path, hottest first (see the module docstring)."""
+    w = model.predict(pattern, flow_bytes)
+    path = critical_path(pattern, w).flows
+    if not path.size:
+        return []
+    o, i = step_degrees(pattern)
+    excess = model.shares(pattern, flow_bytes)[path] / np.maximum(o[path], i[path])
+    heat: dict[int, float] = {}
+    for f, e in zip(path.tolist(), excess.tolist()):
+        for r in (int(pattern.src[f]), int(pattern.dst[f])):
+            heat[r] = max(heat.get(r, 0.0), e + w[f] * 1e-12)
+    return sorted(heat, key=lambda r: (-heat[r], r))[:limit]
+
+
+def _moves(placement: Placement, pattern: CollectivePattern, viable: ViableSwaps, model: LinkModel,
+           ranks: list[int], partners: int) -> list[Swap]:
+    out: list[Swap] = []
+    seen: set[Swap] = set()
+    N = pattern.num_ranks
+    load = model.ps + model.pr
+    cool = sorted(range(N), key=lambda r: (load[r], r))
+    graphs = sorted(set(pattern.flow_graph.tolist()))
+    for r in ranks:
+        for g in graphs:
+            s = viable.for_graph(placement, g)
+            for k in s.select(graph=g, rank=r).tolist():
+                y = int(s.b[k] if s.a[k] == r else s.a[k])
+                sw = (Swap(Transform.CHUNK, r, y, g) if s.full[k]
+                      else Swap(Transform.POSITION, r, y, g, int(s.t0[k]), int(s.t1[k])))
+                if sw not in seen:
+                    seen.add(sw)
+                    out.append(sw)
+        if placement.supports_global:
+            for y in [y for y in cool if y != r][:partners]:
+                sw = Swap(Transform.GLOBAL, min(r, y), max(r, y))
+                if sw not in seen:
+                    seen.add(sw)
+                    out.append(sw)
+    return out
+
+
+def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray, viable: ViableSwaps,
+                 banned: set[Swap] | None = None, banned_keys: set[bytes] | None = None, max_moves: int = 8,
+                 max_evals: int = 2000, hot: int = 6, partners: int = 8,
+                 score: Callable[[CollectivePattern], float] | None = None) -> LocalResult:
+    """Steepest-descent search over ①②③ moves from ``placement`` (see the module docstring).
+
+    Args:
+        placement: where the search starts (the current pattern).
+        model: the estimator; ``flow_bytes``: bytes per flow, shape ``(F,)``.
+        viable: the ②/③ viable sets of ``placement``; left describing the returned placement.
+        banned, banned_keys: moves (in ``placement``'s labels) and placements not to use.
+        max_moves, max_evals: most moves taken / candidates scored.
+        hot, partners: pruning limits (ranks moved per step, ① partners per rank).
+        score: scores a pattern in seconds instead of the estimator (e.g. measured epoch times,
+            for an oracle); lower is better.
+
+    Returns:
+        A :class:`LocalResult`; the placement's :attr:`~Placement.pattern` verifies.
+
+    Raises:
+        TunerError: the resulting pattern fails verification (a tuner bug).
+    """
+    banned, banned_keys = banned or set(), banned_keys or set()
+    scorer = score or (lambda q: estimated_epoch(q, model, flow_bytes))
+    cur = placement
+    cur_pat = cur.pattern
+    res = LocalResult(cur)
+    res.est_before = res.est_after = best_val = scorer(cur_pat)
+    visited = {cur.key()}
+    first = True
+    while len(res.moves) < max_moves and res.evals < max_evals:
+        ranks = _hot_ranks(cur_pat, model, flow_bytes, hot)
+        best: tuple[float, Swap, Placement, CollectivePattern] | None = None
+        for sw in _moves(cur, cur_pat, viable, model, ranks, partners):
+            if res.evals >= max_evals:
+                break
+            if first and sw in banned:
+                continue
+            nxt = cur.apply(sw)
+            key = nxt.key()
+            if key in visited or key in banned_keys:
+                continue
+            visited.add(key)
+            try:
+                q = nxt.unverified_pattern()
+            except TunerError:
+                continue
+            res.evals += 1
+            v = scorer(q)
+            if v < best_val * (1 - 1e-9) and (best is None or v < best[0]):
+                best = (v, sw, nxt, q)
+        if best is None:
+            break
+        best_val, sw, nxt, _ = best
+        viable.update(cur, sw)
+        cur = nxt
+        cur_pat = cur.pattern          # verified
+        res.moves.append(sw)
+        res.estimates.append(best_val)
+        first = False
+    res.placement, res.est_after = cur, best_val
+    return res
