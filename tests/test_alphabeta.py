@@ -72,15 +72,33 @@ def test_recursive_doubling_closed_form():
 
 
 def test_binomial_broadcast_root_link_is_shared():
-    # data-driven: the root's three sends need nothing, so they start together and share its link:
+    # order="data": the root's three sends need nothing, so they start together and share its link:
     # 0->4, 0->2, 0->1 end at 3 beta S + alpha; then 4->6, 4->5 share (2 beta S); 6->7 last
     p = generate("binomial-broadcast", 8)
-    sched = alpha_beta_schedule(p, S, ALPHA, BETA)
+    sched = alpha_beta_schedule(p, S, ALPHA, BETA, order="data")
     assert sched.completion == pytest.approx(3 * ALPHA + 6 * BETA * S)
     f = int(np.flatnonzero((p.src == 0) & (p.dst == 1))[0])
     assert (sched.start[f], sched.end[f]) == pytest.approx((0.0, ALPHA + 3 * BETA * S))
     # lock-step it is log2 n messages of S
     assert hockney_time(p, S, ALPHA, BETA) == pytest.approx(3 * (ALPHA + BETA * S))
+
+
+def test_binomial_broadcast_in_step_order():
+    # step order (the default): the root sends 0->4, 0->2, 0->1 one after another (beta S each);
+    # 4 gets its copy at beta S + alpha and sends 4->6 then 4->5; 6 sends 6->7 at 2 beta S + 2 alpha.
+    # The last arrival is at 3 (alpha + beta S), the lock-step Hockney time.
+    p = generate("binomial-broadcast", 8)
+    sched = alpha_beta_schedule(p, S, ALPHA, BETA)
+    assert sched.completion == pytest.approx(3 * (ALPHA + BETA * S), rel=1e-12)
+    f = int(np.flatnonzero((p.src == 0) & (p.dst == 1))[0])
+    assert (sched.start[f], sched.end[f]) == pytest.approx((2 * BETA * S, ALPHA + 3 * BETA * S), rel=1e-12)
+    g = int(np.flatnonzero((p.src == 4) & (p.dst == 5))[0])
+    assert sched.start[g] == pytest.approx(2 * BETA * S + ALPHA, rel=1e-12)
+
+
+def test_order_must_be_known():
+    with pytest.raises(ValueError, match="order: expected one of step, data"):
+        alpha_beta_schedule(generate("ring", 4), S, ALPHA, BETA, order="lockstep")
 
 
 def test_external_flows_take_equal_shares():

@@ -46,7 +46,7 @@ def test_joins_wait_for_exactly_the_dependencies(name, opts, packed):
     pat = generate(name, 16, check=False, **opts)
     pat = pack(pat) if packed else pat
     ptr, dep = pat.dependencies()
-    got = expand(join_graph(pat), pat.num_flows)
+    got = expand(join_graph(pat, order="data"), pat.num_flows)
     assert got == [set(dep[ptr[f]:ptr[f + 1]].tolist()) for f in range(pat.num_flows)]
 
 
@@ -55,7 +55,7 @@ def test_join_graph_is_linear_where_dependencies_are_quadratic():
     # its sender (3600 dependencies). Joins: one per (receiver, chunk, step): 16 for step 0 (rank r
     # gets chunk r), 240 for step 1; one edge out of every flow (480), one into each broadcast (240)
     pat = pack(generate("sp-spineleaf", 16, q=4))
-    jg = join_graph(pat)
+    jg = join_graph(pat, order="data")
     assert len(pat.dependencies()[1]) == 240 * 15
     assert jg.num_joins == 16 + 240 and len(jg.flow_child) == 480 and len(jg.join_child) == 240
     assert sorted(set(jg.flow_waiting.tolist())) == [0, 1]
@@ -81,3 +81,24 @@ def test_empty_pattern_has_no_joins():
     b.chunk(1.0, graph=0)
     jg = join_graph(b.build())
     assert (jg.num_joins, jg.flow_child_ptr.tolist(), jg.join_child_ptr.tolist()) == (0, [0], [0])
+
+
+def test_step_order_joins_follow_the_previous_sending_step():
+    # binomial broadcast on 8 ranks: the root sends 0->4, 0->2, 0->1 in steps 0, 1, 2; in step order
+    # each waits on one join fed by the send end of the root's previous step, and the data joins
+    # are those of order="data"
+    pat = generate("binomial-broadcast", 8)
+    data, step = join_graph(pat, order="data"), join_graph(pat, order="step")
+    root = np.flatnonzero(pat.src == 0)
+    assert pat.step[root].tolist() == [0, 1, 2]
+    from reactccl.pattern.order import send_groups
+    sg = send_groups(pat)
+    J = data.num_joins
+    assert step.num_joins == J + sg.num_groups
+    assert (step.flow_waiting - data.flow_waiting).tolist() == (sg.prev[sg.group] >= 0).astype(int).tolist()
+    # the root's step-0 send feeds its group's join, which releases the step-1 send
+    j = ~int(step.flow_sent[root[0]])
+    assert step.join_child[step.join_child_ptr[j]:step.join_child_ptr[j + 1]].tolist() == [int(root[1])]
+    assert sg.predecessors(int(root[2])).tolist() == [int(root[1])]
+    with pytest.raises(ValueError, match="order: expected one of step, data"):
+        join_graph(pat, order="lockstep")

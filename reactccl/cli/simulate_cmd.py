@@ -122,7 +122,7 @@ def _simulate(args, pattern: CollectivePattern, label: str, controller=None) -> 
             pattern, topology=args.topology, size=args.size, epochs=args.epochs,
             background=args.background or [], degrade=args.degrade or None, ports=args.ports,
             seed=args.seed, placement=args.placement, slowest=args.slowest,
-            progress=lambda done: bar.update(task, completed=done), controller=controller)
+            progress=lambda done: bar.update(task, completed=done), controller=controller, order=args.order)
 
 
 def react_params(items: list[str] | None, seed: int) -> ReactParams:
@@ -284,5 +284,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "keeping those of Bucket/Swing-B/Trivance-B independent as 'sp goodput' does. A packed "
                         "message waits for all its chunks and takes one ECMP path, so times can differ from "
                         "the unpacked run; the chunk graphs become one, so not with --react")
+    p.add_argument("--order", choices=["step", "data"], default="step",
+                   help="execution order: 'step' (default) sends a rank's flows of one chunk graph in step "
+                        "order (a send waits for its data and for the rank's sends of earlier steps in that "
+                        "chunk graph to leave it; chunk graphs run concurrently, like NCCL channels); 'data' "
+                        "starts every send as soon as its data is in, whatever its step")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     p.set_defaults(func=_cmd_simulate)

@@ -11,8 +11,13 @@ byte (the inverse link bandwidth: 100 Gbit/s is β = 8e-11 s/B), times in second
   of a rank count as permanently active there), so a flow sends at
   ``1 / (β · max(flows on its injection link, flows on its ejection link))`` bytes/s,
   recomputed whenever a flow starts or finishes. A flow starts when all its dependencies
-  (:meth:`CollectivePattern.dependencies`) have arrived and arrives α after its last byte.
-  This is the model of REACT §4.3 (576 µs / 656 µs for the 16-rank tree).
+  (:meth:`CollectivePattern.dependencies`) have arrived and, in step order (the default,
+  :mod:`reactccl.pattern.order`), when its rank's sends of the previous sending step in
+  the same chunk graph have sent their last byte; it arrives α after its last byte.
+  This is the model of REACT §4.3 (576 µs / 656 µs for the 16-rank tree) and the execution
+  model of the simulator; it differs from :mod:`reactccl.netsim` only in the network
+  (one injection and one ejection link per rank, no fabric, α per flow instead of per-hop
+  latency). ``order="data"`` drops the step-order condition.
 
 Source: Hockney (1994); REACT §4.3 and its footnotes.
 """
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..pattern import CollectivePattern
+from ..pattern.order import check_order, send_groups
 
 __all__ = ["hockney_step_times", "hockney_time", "alpha_beta_schedule", "AlphaBetaSchedule"]
 
@@ -119,7 +125,7 @@ def _external(counts, n: int, name: str) -> np.ndarray:
 def alpha_beta_schedule(pattern: CollectivePattern, message_bytes: float, alpha: float, beta: float,
                         external_in: Mapping[int, float] | Sequence[float] | None = None,
                         external_out: Mapping[int, float] | Sequence[float] | None = None,
-                        ) -> AlphaBetaSchedule:
+                        order: str = "step") -> AlphaBetaSchedule:
     """Data-driven Hockney schedule with equal sharing of each rank's injection and ejection
     link (the model in the module docstring).
 
@@ -130,14 +136,16 @@ def alpha_beta_schedule(pattern: CollectivePattern, message_bytes: float, alpha:
         beta: seconds per byte of one link (1 / bandwidth in bytes/s).
         external_in, external_out: long-lived external flows into / out of ranks, as
             ``{rank: count}`` or a length-N sequence; each takes an equal share of the link.
+        order: ``"step"`` (default) or ``"data"`` (:mod:`reactccl.pattern.order`).
 
     Returns:
         An :class:`AlphaBetaSchedule` with per-flow start/end times in seconds.
 
     Raises:
-        ValueError: on negative or non-finite parameters or bad external counts.
+        ValueError: on negative or non-finite parameters, bad external counts, an unknown order.
     """
     S, a, b = _check_params(message_bytes, alpha, beta)
+    check_order(order)
     p = pattern
     N, F = p.num_ranks, p.num_flows
     ext_in, ext_out = _external(external_in, N, "external_in"), _external(external_out, N, "external_out")
@@ -154,6 +162,13 @@ def alpha_beta_schedule(pattern: CollectivePattern, message_bytes: float, alpha:
     rev_ptr = np.zeros(F + 1, dtype=np.int64)
     np.cumsum(np.bincount(dep_idx, minlength=F), out=rev_ptr[1:])
     waiting = waiting.copy()
+    if order == "step":
+        sg = send_groups(p)
+        group_left = sg.size.copy()                          # flows of each group still sending
+        nxt = np.full(sg.num_groups, -1, dtype=np.int64)     # the group that waits on each group
+        has_prev = sg.prev >= 0
+        nxt[sg.prev[has_prev]] = np.flatnonzero(has_prev)
+        waiting += has_prev[sg.group]
 
     remaining = fbytes.copy()
     active = np.flatnonzero(waiting == 0)
@@ -182,6 +197,17 @@ def alpha_beta_schedule(pattern: CollectivePattern, message_bytes: float, alpha:
             active = active[~done]
             if fin.size:
                 arrivals.append((t + a, fin))
+                if order == "step":
+                    g, c = np.unique(sg.group[fin], return_counts=True)
+                    group_left[g] -= c
+                    after = nxt[g[group_left[g] == 0]]
+                    after = after[after >= 0]
+                    if after.size:
+                        ready = sg.members[np.concatenate([np.arange(sg.ptr[x], sg.ptr[x + 1]) for x in after])]
+                        waiting[ready] -= 1
+                        ready = ready[waiting[ready] == 0]
+                        start[ready] = t
+                        active = np.concatenate([active, ready])
         while arrivals and arrivals[0][0] <= t + _ABS_TOL:
             _, arrived = arrivals.popleft()
             cnt = rev_ptr[arrived + 1] - rev_ptr[arrived]

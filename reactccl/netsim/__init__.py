@@ -1,5 +1,11 @@
-"""Flow-level (fluid) network simulation: max-min fair sharing, per-hop latency, data-driven
-flow starts, ECMP port choice per epoch, background traffic, degraded links, several jobs.
+"""Flow-level (fluid) network simulation: max-min fair sharing, per-hop latency, ECMP port choice
+per epoch, background traffic, degraded links, several jobs.
+
+Execution model (DESIGN.md "The pattern IR", :mod:`reactccl.pattern.order`): a flow starts once its
+data has arrived (every earlier flow into its source that touches one of its chunks) and, in step
+order (``order="step"``, the default), once its rank's sends of the previous sending step in the same
+chunk graph have sent their last byte. Sends of one (rank, chunk graph, step) run together; chunk
+graphs run concurrently. ``order="data"`` keeps only the data condition.
 
 See DESIGN.md "Layers": knows topologies, patterns and traces, not the tuner.
 """

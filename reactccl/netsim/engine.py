@@ -1,9 +1,10 @@
 """The event-driven fluid core: flows start, share links max-min fairly, finish, and arrive.
 
 A flow is a path (link ids), a byte count (``inf`` for a long-lived flow) and a
-path latency. It is *released* at a time or when its last dependency has
-arrived (directly, or through zero-cost *joins* that stand for many arrivals at
-once, see :mod:`.joins`); it then sends at its max-min fair rate until its last byte is out
+path latency. It is *released* at a time or when its last dependency is met:
+an arrival of a flow it waits on, or the *send end* (last byte out) of a flow
+it follows in step order, directly or through zero-cost *joins* that stand for
+many of them at once (see :mod:`.joins`); it then sends at its max-min fair rate until its last byte is out
 (``send_end``) and its data arrives ``latency`` seconds later (``end``). So an
 uncontended flow takes ``latency + bytes * 8 / min capacity``.
 
@@ -86,6 +87,7 @@ class FluidEngine:
         self.version: list[int] = []
         self.waiting: list[int] = []
         self.children: list[Sequence[int]] = []  # flow ids, and joins j as ~j
+        self.sent_children: list[Sequence[int]] = []  # fed when the flow's last byte leaves
         self.join_waiting: list[int] = []
         self.join_children: list[Sequence[int]] = []
         self.watched: list[bool] = []
@@ -105,7 +107,7 @@ class FluidEngine:
     # ------------------------------------------------------------------ input
     def add_flows(self, paths: Sequence[Sequence[int]], nbytes: Sequence[float], latency: Sequence[float],
                   waiting: Sequence[int], children: Sequence[Sequence[int]], release: Sequence[float],
-                  watched: bool) -> int:
+                  watched: bool, sent_children: Sequence[Sequence[int]] | None = None) -> int:
         """Add flows; returns the id of the first (ids are consecutive).
 
         Args:
@@ -118,6 +120,9 @@ class FluidEngine:
                 :meth:`add_joins`).
             release: start time of flows with no dependencies (``inf``: only via deps).
             watched: the run ends once all watched flows have arrived.
+            sent_children: per flow, what its *send end* (last byte out, before the path
+                latency) feeds, in the same encoding as ``children`` (step order,
+                :mod:`reactccl.pattern.order`); ``None``: nothing.
 
         Raises:
             SimulationError: an empty path.
@@ -138,6 +143,7 @@ class FluidEngine:
         self.version.extend([0] * n)
         self.waiting.extend(np.asarray(waiting, dtype=np.int64).tolist())
         self.children.extend(children)
+        self.sent_children.extend(sent_children if sent_children is not None else [()] * n)
         self.watched.extend([watched] * n)
         nan = float("nan")
         self.start.extend([nan] * n)
@@ -247,6 +253,9 @@ class FluidEngine:
                     self.send_end[i] = t
                     self.rem[i] = 0.0
                     heapq.heappush(heap, (t + self.latency[i], _ARRIVE, i, 0))
+                    kids = self.sent_children[i]
+                    if kids:
+                        self._feed(kids, started)
                 elif kind == _ARRIVE:
                     self.end[i] = t
                     if self.watched[i]:

@@ -18,6 +18,11 @@ factors the same condition through *joins* with O(chunk pairs) edges:
 A flow starts exactly when all of its dependencies have arrived (the union over its
 chunks of the prefixes each join stands for), at the same instant as with the full list.
 
+With ``order="step"`` (the default, :mod:`reactccl.pattern.order`) there is one more join per
+(src, chunk graph, step) group of sends, ``O(g)``: it is fed when each of the group's flows has
+*sent* its last byte (not when it arrives) and releases the flows of the next group of the same
+(src, chunk graph), each of which waits on it once more.
+
 Child references mix flows and joins: ``c >= 0`` is a flow id, ``c < 0`` is join ``~c``
 (bitwise not), the convention :class:`~reactccl.netsim.engine.FluidEngine` follows.
 """
@@ -29,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..pattern import CollectivePattern
+from ..pattern.order import check_order, send_groups
 
 __all__ = ["JoinGraph", "join_graph"]
 
@@ -44,6 +50,8 @@ class JoinGraph:
         join_waiting: inputs of each join (flows and its predecessor join), shape ``(J,)``.
         join_child_ptr, join_child: CSR ``(J + 1,)`` / ``(E_j,)``: what each join releases
             when it fires: flow ids (>= 0) and the next join of its chain (``~j``).
+        flow_sent_ptr, flow_sent: CSR ``(F + 1,)`` / ``(F or 0,)``: the step-order join (``~j``)
+            that each flow's *last byte leaving* feeds (empty with ``order="data"``).
     """
 
     flow_waiting: np.ndarray
@@ -52,6 +60,8 @@ class JoinGraph:
     join_waiting: np.ndarray
     join_child_ptr: np.ndarray
     join_child: np.ndarray
+    flow_sent_ptr: np.ndarray
+    flow_sent: np.ndarray
 
     @property
     def num_joins(self) -> int:
@@ -67,18 +77,23 @@ def _csr(owner: np.ndarray, child: np.ndarray, n: int) -> tuple[np.ndarray, np.n
     return ptr, child[order]
 
 
-def join_graph(pattern: CollectivePattern) -> JoinGraph:
+def join_graph(pattern: CollectivePattern, order: str = "step") -> JoinGraph:
     """The join graph of ``pattern`` (see the module docstring); O(P log P) numpy work for
     P (flow, chunk) pairs, never the full dependency list.
 
     Returns a :class:`JoinGraph` whose start condition for every flow equals "all of
-    ``pattern.dependencies()`` of that flow have arrived".
+    ``pattern.dependencies()`` of that flow have arrived" and, with ``order="step"``, "the
+    flows of :meth:`SendGroups.predecessors` have sent their last byte".
+
+    Raises:
+        ValueError: an unknown ``order``.
     """
+    check_order(order)
     F, C, T = pattern.num_flows, pattern.num_chunks, max(pattern.num_steps, 1)
     empty = np.zeros(0, dtype=np.int64)
     if F == 0:
         z = np.zeros(1, dtype=np.int64)
-        return JoinGraph(empty, z, empty, empty, z.copy(), empty)
+        return JoinGraph(empty, z, empty, empty, z.copy(), empty, z.copy(), empty.copy())
     pf = pattern.pair_flow
     ch = pattern.chunk_idx.astype(np.int64)
     step = pattern.step.astype(np.int64)
@@ -98,7 +113,19 @@ def join_graph(pattern: CollectivePattern) -> JoinGraph:
     join_waiting = np.bincount(recv_join, minlength=J).astype(np.int64)
     join_waiting[chained + 1] += 1
     flow_child_ptr, flow_child = _csr(pf, ~recv_join.astype(np.int64), F)
-    j_owner = np.concatenate([chained, wait_join])
-    j_child = np.concatenate([~(chained + 1), wait_flow])
-    join_child_ptr, join_child = _csr(j_owner, j_child, J)
-    return JoinGraph(flow_waiting, flow_child_ptr, flow_child, join_waiting, join_child_ptr, join_child)
+    j_owner = [chained, wait_join]
+    j_child = [~(chained + 1), wait_flow]
+    sent_ptr, sent = np.zeros(F + 1, dtype=np.int64), empty
+    if order == "step":
+        sg = send_groups(pattern)
+        ordered = np.flatnonzero(sg.prev[sg.group] >= 0)     # flows that wait on their previous group
+        flow_waiting += sg.prev[sg.group] >= 0
+        join_waiting = np.concatenate([join_waiting, sg.size])
+        j_owner.append(J + sg.prev[sg.group[ordered]])
+        j_child.append(ordered)
+        sent_ptr = np.arange(F + 1, dtype=np.int64)
+        sent = ~(J + sg.group)
+        J += sg.num_groups
+    join_child_ptr, join_child = _csr(np.concatenate(j_owner), np.concatenate(j_child), J)
+    return JoinGraph(flow_waiting, flow_child_ptr, flow_child, join_waiting, join_child_ptr, join_child,
+                     sent_ptr, sent)

@@ -5,9 +5,12 @@ ports at random (REACT §7.3: "each flow ... is initialized with 4 connections
 on 4 different ports ... at each epoch, one port is chosen at random") and
 takes ``topology.ecmp_path(src_host, dst_host, (job, flow, port))`` (a topology with a
 fixed router, e.g. a torus fabric, gives its one route whatever the port). A flow
-starts once all flows it depends on (``pattern.dependencies()``) have arrived, a
-condition the engine tracks through joins (:mod:`.joins`) rather than the full list;
-flows with no dependency start at the epoch start. Background traffic is
+starts once all flows it depends on (``pattern.dependencies()``) have arrived and, in
+step order (``order="step"``, the default; :mod:`reactccl.pattern.order`), once its
+rank's sends of the previous sending step in the same chunk graph have left it; the
+engine tracks both through joins (:mod:`.joins`) rather than full lists.
+``order="data"`` drops the second condition (every send starts as soon as its data is
+in). Flows with no condition start at the epoch start. Background traffic is
 resolved once (seeded) and re-injected every epoch; bulk bursts follow a global
 clock that advances by each epoch's duration.
 """
@@ -24,6 +27,7 @@ from ..topology import Topology
 from ..trace import EpochTrace
 from .background import Background, Bulk, bulk_path, parse_background, parse_degrade, resolve_background
 from .engine import MAX_BACKLOG, FluidEngine
+from ..pattern.order import check_order
 from .joins import join_graph
 
 __all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates"]
@@ -54,7 +58,8 @@ def _hosts(topology: Topology, placement) -> np.ndarray:
     return np.array([topology.host_id(h) for h in placement], dtype=np.int64)
 
 
-def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, offset: int, join_offset: int):
+def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, offset: int, join_offset: int,
+               order: str = "step"):
     """Paths, bytes, latencies and start conditions of one job's flows (flow ids offset by
     ``offset``, join ids by ``join_offset``; see :mod:`.joins`)."""
     p = job.pattern
@@ -63,16 +68,17 @@ def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, off
     keys = np.column_stack([np.full(F, job_id), np.arange(F), ports])
     ptr, links = topology.ecmp_paths(place[p.src], place[p.dst], keys)
     lat = np.add.reduceat(topology.latency[links], ptr[:-1]) if F else np.zeros(0)
-    jg = join_graph(p)
+    jg = join_graph(p, order)
 
     def shifted(ref: np.ndarray) -> list[int]:  # flows >= 0 move by offset, joins ~j by join_offset
         return np.where(ref >= 0, ref + offset, ref - join_offset).tolist()
 
     children = _split(shifted(jg.flow_child), jg.flow_child_ptr)
     join_children = _split(shifted(jg.join_child), jg.join_child_ptr)
+    sent_children = _split(shifted(jg.flow_sent), jg.flow_sent_ptr)
     paths = _split(links.tolist(), ptr, tuple)
     return (paths, ptr, links, p.flow_bytes(job.message_bytes), lat, jg.flow_waiting, children,
-            jg.join_waiting, join_children)
+            jg.join_waiting, join_children, sent_children)
 
 
 def _split(flat: list, ptr: np.ndarray, kind: type = list) -> list:
@@ -111,15 +117,18 @@ class SimulatedNetwork:
         max_backlog: most bursts of one bulk source that may be sending at once (see
             :class:`~reactccl.netsim.engine.FluidEngine`); more raises SimulationError.
         max_events: events allowed per epoch (``None``: the engine's generous default).
+        order: ``"step"`` (default) or ``"data"``, the execution order of
+            :mod:`reactccl.pattern.order`.
 
     Raises:
-        ValueError: ecmp_ports < 1; errors of :func:`resolve_background` and ``degraded``.
+        ValueError: ecmp_ports < 1, an unknown order; errors of :func:`resolve_background` and ``degraded``.
     """
 
     def __init__(self, topology: Topology, background: Sequence[Background | str] = (),
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None, ecmp_ports: int = 4,
                  seed: int = 0, reference_placement: np.ndarray | None = None,
-                 max_backlog: int = MAX_BACKLOG, max_events: int | None = None) -> None:
+                 max_backlog: int = MAX_BACKLOG, max_events: int | None = None, order: str = "step") -> None:
+        self.order = check_order(order)
         if isinstance(ecmp_ports, bool) or not isinstance(ecmp_ports, (int, np.integer)) or ecmp_ports < 1:
             raise ValueError(f"ecmp_ports: expected an integer >= 1, got {ecmp_ports!r}")
         self.degrade = degrade_rates(topology, degrade, seed)
@@ -201,10 +210,10 @@ class SimulatedNetwork:
             rng = np.random.default_rng([self.seed, self.epoch, k])
             ports = rng.integers(self.ecmp_ports, size=F)
             offset = len(eng.paths)
-            paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids = _job_flows(
-                topo, job, k, ports, offset, len(eng.join_waiting))
+            paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids, sent = _job_flows(
+                topo, job, k, ports, offset, len(eng.join_waiting), self.order)
             eng.add_joins(jwait, jkids)
-            eng.add_flows(paths, nbytes, lat, waiting, children, [0.0] * F, watched=True)
+            eng.add_flows(paths, nbytes, lat, waiting, children, [0.0] * F, watched=True, sent_children=sent)
             per_job.append((offset, F, ports, ptr, links, nbytes))
         if long_lived:
             paths = [x.tolist() for x in self.background_paths()]
@@ -253,7 +262,7 @@ class SimulatedCluster:
         topology: the network.
         placement: host (id or name) of each rank, shape ``(N,)`` (see :func:`reactccl.topology.placement`).
         message_bytes: the collective's message size S in bytes (finite, > 0).
-        background, degrade, ecmp_ports, seed: as :class:`SimulatedNetwork`.
+        background, degrade, ecmp_ports, seed, order: as :class:`SimulatedNetwork`.
 
     Raises:
         ValueError: ``message_bytes`` not a finite number > 0; errors of :class:`SimulatedNetwork`.
@@ -262,11 +271,11 @@ class SimulatedCluster:
     def __init__(self, topology: Topology, placement: Sequence[int] | np.ndarray, message_bytes: float,
                  background: Sequence[Background | str] = (),
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None,
-                 ecmp_ports: int = 4, seed: int = 0) -> None:
+                 ecmp_ports: int = 4, seed: int = 0, order: str = "step") -> None:
         self.placement = _hosts(topology, placement)
         self.message_bytes = _check_message(message_bytes, "message_bytes")
         self.network = SimulatedNetwork(topology, background, degrade, ecmp_ports, seed,
-                                        reference_placement=self.placement)
+                                        reference_placement=self.placement, order=order)
 
     @property
     def topology(self) -> Topology:

@@ -38,6 +38,7 @@ class SimulationResult:
         background: resolved long-lived flows as ``(src host name, dst host name)``.
         degraded: ``{link "u->v": bit/s}``.
         wall_s, events: simulator wall time (s) and events processed.
+        order: the execution order, ``"step"`` or ``"data"`` (:mod:`reactccl.pattern.order`).
     """
 
     algorithm: str
@@ -62,6 +63,7 @@ class SimulationResult:
     events: int = 0
     controller: Any = field(default=None, repr=False)
     pattern_changes: int = 0
+    order: str = "step"
 
     @property
     def epochs(self) -> int:
@@ -87,7 +89,7 @@ class SimulationResult:
             "algorithm": self.algorithm, "collective": self.collective, "ranks": self.num_ranks,
             "flows_per_epoch": self.num_flows, "topology": self.topology, "hosts": self.num_hosts,
             "message_bytes": self.message_bytes, "placement": self.placement.tolist(), "seed": self.seed,
-            "ecmp_ports": self.ecmp_ports, "epochs": self.epochs,
+            "ecmp_ports": self.ecmp_ports, "order": self.order, "epochs": self.epochs,
             "background": [list(p) for p in self.background], "bulk": self.bulk, "degraded": self.degraded,
             "stats": stats,
             "durations_s": self.durations.tolist(), "algbw_Bps": nums(self.algbw),
@@ -112,7 +114,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
                    placement: str | Sequence[int] = "first", options: Mapping[str, Any] | None = None,
                    slowest: int = 5, keep_traces: bool = False,
                    progress: Callable[[int], None] | None = None,
-                   controller: Callable[[CollectivePattern], Any] | None = None) -> SimulationResult:
+                   controller: Callable[[CollectivePattern], Any] | None = None,
+                   order: str = "step") -> SimulationResult:
     """Simulate ``epochs`` epochs of a collective and summarise them.
 
     Args:
@@ -131,9 +134,12 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
             ``reactccl.tuner.ReactController``): each epoch runs ``ctl.pattern_for_epoch(e)``
             and the trace is fed back with ``ctl.observe(trace)``. The simulator does not
             import the tuner; anything with those two methods works.
+        order: ``"step"`` (default) or ``"data"``: the execution order
+            (:mod:`reactccl.pattern.order`).
 
     Raises:
         PatternError, TopologyError, BackgroundError, UnitError: a bad input, named.
+        ValueError: an unknown ``order``.
     """
     topo = parse_topology(topology) if isinstance(topology, str) else topology
     if isinstance(algorithm, CollectivePattern):
@@ -148,7 +154,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     hosts = place_ranks(topo, pattern.num_ranks, placement, seed=seed)
     specs = [parse_background(b, hosts) if isinstance(b, str) else b for b in background]
     rates = degrade_rates(topo, degrade, seed)
-    cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed)
+    cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed,
+                               order=order)
     durations, algbw, busbw = np.empty(epochs), np.empty(epochs), np.empty(epochs)
     best: list[dict] = []
     traces: list[EpochTrace] = []
@@ -181,4 +188,5 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
         bulk=[{"src": topo.hosts[b.src], "dst": topo.hosts[b.dst], "bytes": b.nbytes, "period_s": b.period,
                "phase_s": b.phase} for b in bulks],
         degraded={topo.describe_link(l): r for l, r in sorted(rates.items())},
-        traces=traces, wall_s=wall, events=events, controller=ctl, pattern_changes=changes)
+        traces=traces, wall_s=wall, events=events, controller=ctl, pattern_changes=changes,
+        order=order)
