@@ -253,7 +253,7 @@ class ReactController:
         banned, banned_keys = self._active_bans(evidence)
         snap = self.viable.snapshot()
         res = local_search(self.placement, model, batch[-1].flow_bytes, self.viable, banned, banned_keys,
-                           P.max_moves, P.max_evals)
+                           P.max_moves, max(P.max_evals, P.eval_work // max(pat.num_flows, 1)))
         times = np.array([t.duration for t in batch])
         cv = float(times.std(ddof=1) / times.mean()) if len(times) > 1 and times.mean() > 0 else 0.0
         need = 1.0 + max(P.epsilon, 2.0 * cv)

@@ -9,8 +9,9 @@ estimated epoch time of the whole pattern (longest dependency chain with
 until no move improves, ``max_moves`` moves are made or ``max_evals`` candidates are scored.
 
 Pruning: only ranks on the estimated critical path are moved, hottest first (largest
-estimated share count beyond the pattern's own degree), at most ``hot`` of them per step; ①
-partners are the ``partners`` ranks with the least extra load on their links. Moves in ``banned``
+estimated share count beyond the pattern's own degree), at most ``hot`` of them per step; on
+large patterns only windows holding the rank's steps on the path (REACT's "position on the
+critical path"); ① partners are the ``partners`` ranks with the least extra load on their links. Moves in ``banned``
 and placements whose key is in ``banned_keys`` (trials that measured a loss) are skipped.
 """
 
@@ -54,8 +55,10 @@ class LocalResult:
         return self.est_before / self.est_after if self.est_after > 0 else 1.0
 
 
-def _hot_ranks(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray, limit: int) -> list[int]:
-    """Ranks on the estimated critical path, hottest first (see the module docstring)."""
+def _hot_ranks(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray,
+               limit: int) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Ranks on the estimated critical path, hottest first (see the module docstring), each with
+    its (chunk graph, step) positions on the path."""
     w = model.predict(pattern, flow_bytes)
     path = critical_path(pattern, w).flows
     if not path.size:
@@ -63,24 +66,28 @@ def _hot_ranks(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndar
     o, i = step_degrees(pattern)
     excess = model.shares(pattern, flow_bytes)[path] / np.maximum(o[path], i[path])
     heat: dict[int, float] = {}
+    where: dict[int, list[tuple[int, int]]] = {}
     for f, e in zip(path.tolist(), excess.tolist()):
         for r in (int(pattern.src[f]), int(pattern.dst[f])):
             heat[r] = max(heat.get(r, 0.0), e + w[f] * 1e-12)
-    return sorted(heat, key=lambda r: (-heat[r], r))[:limit]
+            where.setdefault(r, []).append((int(pattern.flow_graph[f]), int(pattern.step[f])))
+    return [(r, where[r]) for r in sorted(heat, key=lambda r: (-heat[r], r))[:limit]]
 
 
 def _moves(placement: Placement, pattern: CollectivePattern, viable: ViableSwaps, model: LinkModel,
-           ranks: list[int], partners: int) -> list[Swap]:
+           ranks: list[tuple[int, list[tuple[int, int]]]], partners: int, all_windows: bool) -> list[Swap]:
+    """Candidate moves of the hot ranks: ③/② windows of the rank in the chunk graphs where it is on
+    the path (all its windows there when ``all_windows``, else those holding one of its path
+    steps), then ① swaps with the least loaded partners."""
     out: list[Swap] = []
     seen: set[Swap] = set()
     N = pattern.num_ranks
     load = model.ps + model.pr
     cool = sorted(range(N), key=lambda r: (load[r], r))
-    graphs = sorted(set(pattern.flow_graph.tolist()))
-    for r in ranks:
-        for g in graphs:
+    for r, spots in ranks:
+        for g, t in (sorted({(g, -1) for g, _ in spots}) if all_windows else spots):
             s = viable.for_graph(placement, g)
-            for k in s.select(graph=g, rank=r).tolist():
+            for k in s.select(graph=g, rank=r, step=None if t < 0 else t).tolist():
                 y = int(s.b[k] if s.a[k] == r else s.a[k])
                 sw = (Swap(Transform.CHUNK, r, y, g) if s.full[k]
                       else Swap(Transform.POSITION, r, y, g, int(s.t0[k]), int(s.t1[k])))
@@ -98,7 +105,7 @@ def _moves(placement: Placement, pattern: CollectivePattern, viable: ViableSwaps
 
 def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray, viable: ViableSwaps,
                  banned: set[Swap] | None = None, banned_keys: set[bytes] | None = None, max_moves: int = 8,
-                 max_evals: int = 2000, hot: int = 6, partners: int = 8,
+                 max_evals: int = 2000, hot: int = 6, partners: int = 8, all_windows_upto: int = 16,
                  score: Callable[[CollectivePattern], float] | None = None) -> LocalResult:
     """Steepest-descent search over ①②③ moves from ``placement`` (see the module docstring).
 
@@ -109,6 +116,8 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
         banned, banned_keys: moves (in ``placement``'s labels) and placements not to use.
         max_moves, max_evals: most moves taken / candidates scored.
         hot, partners: pruning limits (ranks moved per step, ① partners per rank).
+        all_windows_upto: up to this many ranks every window of a hot rank in its path's chunk
+            graphs is a candidate; above it only windows holding one of its path steps.
         score: scores a pattern in seconds instead of the estimator (e.g. measured epoch times,
             for an oracle); lower is better.
 
@@ -129,7 +138,7 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
     while len(res.moves) < max_moves and res.evals < max_evals:
         ranks = _hot_ranks(cur_pat, model, flow_bytes, hot)
         best: tuple[float, Swap, Placement, CollectivePattern] | None = None
-        for sw in _moves(cur, cur_pat, viable, model, ranks, partners):
+        for sw in _moves(cur, cur_pat, viable, model, ranks, partners, cur_pat.num_ranks <= all_windows_upto):
             if res.evals >= max_evals:
                 break
             if first and sw in banned:

@@ -32,6 +32,8 @@ class ReactParams:
             fitted :class:`~reactccl.tuner.estimate.LinkModel`, many moves per decision; or
             "greedy": the paper's Algorithm 1 (:func:`~reactccl.tuner.search.apply_transforms`).
         max_moves, max_evals: local search limits (moves per decision, candidates scored).
+        eval_work: small patterns may score more candidates: ``max(max_evals, eval_work // F)``
+            for F flows (a candidate's cost grows with F).
         noise_mult: Eq. 2 needs the flow's spread above δ2 + noise_mult x the noise floor
             (:func:`~reactccl.tuner.detect.noise_floor`).
         verdict: "test" (default): keep or revert a trial on a Welch test of the epoch times
@@ -58,7 +60,8 @@ class ReactParams:
     seed: int = 0
     search: str = "local"
     max_moves: int = 8
-    max_evals: int = 2000
+    max_evals: int = 400
+    eval_work: int = 100_000
     noise_mult: float = 2.0
     verdict: str = "test"
     z: float = 2.0
@@ -71,7 +74,7 @@ class ReactParams:
         if self.verdict not in ("test", "mean"):
             raise ValueError(f"ReactParams.verdict: expected 'test' or 'mean', got {self.verdict!r}")
         for name in ("B", "K_t", "K_max", "H", "E_max", "max_moves", "max_evals", "max_trial_batches",
-                     "ban_batches"):
+                     "ban_batches", "eval_work"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"ReactParams.{name}: expected an integer >= 1, got {v!r}")
