@@ -6,8 +6,8 @@ degree in the same pattern (steady congestion, Eq. 1) and with itself across the
 
 Two rules keep measurement noise from reading as congestion (the paper's Eq. 2 has neither):
 a flow whose mean throughput is at or above its class mean is never congested (it is not the
-one being held back), nor is an erratic one whose p90 is above its class mean (it runs faster
-than its class in its good epochs: its spread is noise around a good rate), and "erratic" is judged against the executor's noise floor: the larger
+one being held back), an erratic flow must also be slower than its class on average by δ2 (a
+spread around a rate near the class's is noise, not a link that keeps failing it), and "erratic" is judged against the executor's noise floor: the larger
 of a floor the executor reports (``EpochTrace.meta["noise_floor"]``, a relative std of one
 flow's throughput with no congestion) and the median normalised std of the batch's flows (most
 flows of a job are not congested, so their spread is the executor's own noise). A flow is
@@ -117,5 +117,5 @@ def detect_congestion(pattern: CollectivePattern, traces: Sequence[EpochTrace], 
     slower = live & (mean < degree_mean)
     noise = noise_floor(traces, nstd[live])
     steady = slower & (p90 < (1.0 - delta1) * degree_mean)
-    erratic = slower & (p90 <= degree_mean) & (nstd > delta2 + noise_mult * noise)
+    erratic = live & (mean < (1.0 - delta2) * degree_mean) & (nstd > delta2 + noise_mult * noise)
     return Congestion(steady, erratic, p90, mean, nstd, degree_mean, deg, noise)

@@ -12,6 +12,8 @@ while the flow runs — its *time-averaged concurrency* (:func:`mean_concurrency
 different steps overlap in a pipelined tree, so a step's degree alone undercounts), ``ps[s]`` / ``pr[d]`` are the extra flows (background traffic, a slow host
 link) that the sending / receiving host link carries, and ``g[s, d] >= 1`` is what the pair's
 path through the fabric costs beyond both host links (ECMP collisions, a degraded core cable).
+The model is fitted twice, with the time-averaged concurrency and with the plain step degrees,
+and keeps the one that explains the observations better (:attr:`LinkModel.concurrency`).
 Then a flow of a new pattern takes ``8 b n / C`` seconds. For a new pattern the concurrency is
 not observed: it is taken first from the step degrees, the pattern is scheduled with those FCTs
 (:func:`~reactccl.tuner.paths.schedule`), and the concurrency of that schedule gives the final
@@ -93,6 +95,35 @@ def _group_quantile(keys: np.ndarray, vals: np.ndarray, n: int, q: float) -> np.
     return out
 
 
+def _fit(N: int, s: np.ndarray, d: np.ndarray, o: np.ndarray, i: np.ndarray, x: np.ndarray,
+         q: float) -> dict:
+    """Steps 1-3 of the module docstring for per-flow concurrency ``o``/``i`` and rates ``x``."""
+    line_rate = float(np.percentile(x * np.maximum(o, i), 90))
+    n = line_rate / x
+    pr = np.maximum(_group_quantile(d, n - i, N, q), 0.0)
+    free_r = n > 1.1 * (i + pr[d])
+    ps = np.maximum(_group_quantile(s[free_r], (n - o)[free_r], N, q), 0.0)
+    free_s = n > 1.1 * (o + ps[s])
+    pr = np.maximum(_group_quantile(d[free_s], (n - i)[free_s], N, q), 0.0)
+    base = np.maximum(o + ps[s], i + pr[d])
+    ratio = np.maximum(n / base, 1.0)
+    key = s * N + d
+    cnt = np.bincount(key, minlength=N * N)
+    tot = np.bincount(key, weights=ratio, minlength=N * N)
+    sq = np.bincount(key, weights=ratio * ratio, minlength=N * N)
+    seen = cnt > 0
+    g0 = float(ratio.mean())
+    mean = tot / np.maximum(cnt, 1)
+    var = np.maximum(sq / np.maximum(cnt, 1) - mean * mean, 0.0) * cnt / np.maximum(cnt - 1, 1)
+    se = np.where(cnt > 1, np.sqrt(var / np.maximum(cnt, 1)), np.inf)
+    # a pair differs from the fabric's typical cost only as far as its evidence beats its noise
+    shift = np.sign(mean - g0) * np.maximum(np.abs(mean - g0) - 2.0 * se, 0.0)
+    g = np.maximum(np.where(seen & np.isfinite(se), g0 + shift, g0), 1.0)
+    error = float(np.mean(np.abs(np.log(g[key] * base / n))))
+    return {"line_rate": line_rate, "ps": ps, "pr": pr, "pair_seen": seen, "default_factor": g0,
+            "pair_factor": g, "error": error}
+
+
 class LinkModel:
     """Fair-share model of the job's links fitted to observed FCTs (see the module docstring).
 
@@ -108,6 +139,9 @@ class LinkModel:
         ps, pr: extra flows on each rank's send / receive link, shape ``(N,)``.
         pair_factor: ``g`` for every pair, shape ``(N * N,)`` (index ``s * N + d``).
         pair_seen: observed pairs, shape ``(N * N,)``.
+        concurrency: "time" or "step": the measure of a flow's sharing that fits the observations
+            better (mean absolute log error of the fitted ``n``, in-sample); "time" is how a
+            fair-share network behaves, "step" how an executor that shares by step degree does.
 
     Raises:
         ValueError: no observations, or none carrying bytes.
@@ -119,44 +153,30 @@ class LinkModel:
         if not observations:
             raise ValueError("LinkModel: no observations")
         N = self.num_ranks = int(num_ranks)
-        src, dst, out, inn, rate = [], [], [], [], []
+        src, dst, rate, conc, deg = [], [], [], ([], []), ([], [])
         for pat, start, end, nbytes in observations:
             start, end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
             fct, nbytes = end - start, np.asarray(nbytes, dtype=np.float64)
             live = (nbytes > 0) & (fct > 0)
-            o = mean_concurrency(pat.src[live], start[live], end[live])
-            i = mean_concurrency(pat.dst[live], start[live], end[live])
             src.append(pat.src[live])
             dst.append(pat.dst[live])
-            out.append(o)
-            inn.append(i)
             rate.append(nbytes[live] * 8.0 / fct[live])
-        s, d = np.concatenate(src), np.concatenate(dst)
-        o, i, x = np.concatenate(out).astype(np.float64), np.concatenate(inn).astype(np.float64), np.concatenate(rate)
+            conc[0].append(mean_concurrency(pat.src[live], start[live], end[live]))
+            conc[1].append(mean_concurrency(pat.dst[live], start[live], end[live]))
+            o, i = step_degrees(pat)
+            deg[0].append(o[live])
+            deg[1].append(i[live])
+        s, d, x = np.concatenate(src), np.concatenate(dst), np.concatenate(rate)
         if not x.size:
             raise ValueError("LinkModel: no observed flow carried bytes")
-        self.line_rate = float(np.percentile(x * np.maximum(o, i), 90))
-        n = self.line_rate / x
-        q = float(quantile)
-        pr = np.maximum(_group_quantile(d, n - i, N, q), 0.0)
-        free_r = n > 1.1 * (i + pr[d])
-        ps = np.maximum(_group_quantile(s[free_r], (n - o)[free_r], N, q), 0.0)
-        free_s = n > 1.1 * (o + ps[s])
-        pr = np.maximum(_group_quantile(d[free_s], (n - i)[free_s], N, q), 0.0)
-        self.ps, self.pr = ps, pr
-        ratio = np.maximum(n / np.maximum(o + ps[s], i + pr[d]), 1.0)
-        key = s * N + d
-        cnt = np.bincount(key, minlength=N * N)
-        tot = np.bincount(key, weights=ratio, minlength=N * N)
-        sq = np.bincount(key, weights=ratio * ratio, minlength=N * N)
-        self.pair_seen = cnt > 0
-        self.default_factor = g0 = float(ratio.mean())
-        mean = tot / np.maximum(cnt, 1)
-        var = np.maximum(sq / np.maximum(cnt, 1) - mean * mean, 0.0) * cnt / np.maximum(cnt - 1, 1)
-        se = np.where(cnt > 1, np.sqrt(var / np.maximum(cnt, 1)), np.inf)
-        # a pair differs from the fabric's typical cost only as far as its evidence beats its noise
-        shift = np.sign(mean - g0) * np.maximum(np.abs(mean - g0) - 2.0 * se, 0.0)
-        self.pair_factor = np.maximum(np.where(self.pair_seen & np.isfinite(se), g0 + shift, g0), 1.0)
+        fits = {}
+        for mode, (oo, ii) in (("time", conc), ("step", deg)):
+            fits[mode] = _fit(N, s, d, np.concatenate(oo).astype(np.float64),
+                              np.concatenate(ii).astype(np.float64), x, float(quantile))
+        # the sharing that explains the observations better (smaller mean |log error|, in-sample)
+        self.concurrency = min(fits, key=lambda m: (fits[m]["error"], m != "time"))
+        for k, v in fits[self.concurrency].items():
+            setattr(self, k, v)
 
     def _n(self, pattern: CollectivePattern, o: np.ndarray, i: np.ndarray) -> np.ndarray:
         s, d = pattern.src, pattern.dst
@@ -168,7 +188,7 @@ class LinkModel:
         those imply (needs ``flow_bytes``; without it the step degrees alone)."""
         o, i = step_degrees(pattern)
         n = self._n(pattern, o, i)
-        if flow_bytes is None or not pattern.num_flows:
+        if flow_bytes is None or not pattern.num_flows or self.concurrency == "step":
             return n
         w = np.asarray(flow_bytes, dtype=np.float64) * 8.0 * n / self.line_rate
         finish, _ = schedule(pattern, w)
