@@ -244,8 +244,9 @@ class ReactController:
         self._last_steady = (key, steady)
         model = LinkModel(self.original.num_ranks, list(self.timings)) if pat.num_flows else None
         loaded = model is not None and any(model.loaded_ranks())
-        # evidence of congestion: a loaded host link, steady flows in two batches running, erratic flows
-        if not (loaded or repeated or cong.erratic.any()) or pat.num_flows == 0:
+        # evidence of congestion: steady flows in two batches running, or steady flows on a link
+        # the model finds loaded, or erratic flows (noise-aware); never the model alone
+        if not (repeated or (loaded and steady) or cong.erratic.any()) or pat.num_flows == 0:
             self.idle_rounds += 1
             return None
         self.idle_rounds = 0

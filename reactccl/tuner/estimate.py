@@ -174,7 +174,7 @@ class LinkModel:
             fits[mode] = _fit(N, s, d, np.concatenate(oo).astype(np.float64),
                               np.concatenate(ii).astype(np.float64), x, float(quantile))
         # the sharing that explains the observations better (smaller mean |log error|, in-sample)
-        self.concurrency = min(fits, key=lambda m: (fits[m]["error"], m != "time"))
+        self.concurrency = "step" if fits["step"]["error"] < 0.9 * fits["time"]["error"] - 1e-12 else "time"
         for k, v in fits[self.concurrency].items():
             setattr(self, k, v)
 
