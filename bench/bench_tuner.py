@@ -4,7 +4,9 @@ Usage: python bench/bench_tuner.py [--ranks 8 64 256] [--sets 64 256] [--no-over
 
 Prints, for an nccl-tree with one congested rank (synthetic traces, no network): the time of the
 batch decision (cold: viable sets computed on the way; warm: sets cached), swaps tried and the
-estimated gain; then the time of :func:`find_viable_swaps` against the paper's brute force
+estimated gain, for the present search (``search="local"``: local search over ①②③ on the
+LinkModel) side by side with the paper's Algorithm 1 (``search="greedy"``), in one run (targets:
+local decision <= 0.5 s at 64 ranks, <= 5 s at 256, warm); then the time of :func:`find_viable_swaps` against the paper's brute force
 (verify every candidate; estimated from a sample of 200 candidates) for 64 and 256 ranks; then
 REACT's overhead with no congestion on the simulator (8-rank tree, 20 MB, star, 100 epochs).
 """
@@ -23,9 +25,9 @@ from reactccl.tuner import ReactController, ReactParams, ViableSwaps, apply_wind
 from reactccl.tuner.synthetic import SyntheticExecutor
 
 
-def decision_time(n: int, memo: dict | None) -> tuple[float, int, float, dict]:
+def decision_time(n: int, memo: dict | None, search: str = "local") -> tuple[float, int, float, dict]:
     p = generate("nccl-tree", n)
-    params = ReactParams()
+    params = ReactParams(search=search)
     ctrl = ReactController(p, params)
     if memo is not None:
         ctrl.viable = ViableSwaps(params.seed, memo=memo)
@@ -79,12 +81,15 @@ def main() -> None:
     ap.add_argument("--sets", type=int, nargs="+", default=[64, 256])
     ap.add_argument("--no-overhead", action="store_true")
     args = ap.parse_args()
-    print("decision time per batch (nccl-tree, rank 3 ingress 3x slower, B = 6, K_t = 15)")
-    print(f"{'ranks':>6}{'cold s':>10}{'warm s':>10}{'tried':>7}{'est. gain':>11}")
+    print("decision time per batch (nccl-tree, rank 3 ingress 3x slower, B = 6; greedy: K_t = 15)")
+    print(f"{'ranks':>6}{'search':>8}{'cold s':>10}{'warm s':>10}{'tried':>7}{'est. gain':>11}{'warm/greedy':>13}")
     for n in args.ranks:
-        cold, tried, gain, memo = decision_time(n, None)
-        warm, _, _, _ = decision_time(n, memo)
-        print(f"{n:>6}{cold:>10.3f}{warm:>10.3f}{tried:>7}{gain:>11.3f}")
+        warm_g = None
+        for search in ("greedy", "local"):
+            cold, tried, gain, memo = decision_time(n, None, search)
+            warm, _, _, _ = decision_time(n, memo, search)
+            warm_g = warm if search == "greedy" else warm_g
+            print(f"{n:>6}{search:>8}{cold:>10.3f}{warm:>10.3f}{tried:>7}{gain:>11.3f}{warm / warm_g:>13.2f}")
     print("\nviable ②/③ sets of nccl-tree (exact algebraic method vs brute-force verify of every candidate)")
     print(f"{'ranks':>6}{'candidates':>12}{'viable':>9}{'fast s':>9}{'brute s (est.)':>16}{'speed-up':>10}")
     for n in args.sets:

@@ -322,6 +322,10 @@ class ViableSwaps:
         """Go back to a :meth:`snapshot`."""
         self._sets = dict(state)
 
+    def invalidate(self, graph: int) -> None:
+        """Forget graph ``graph``'s set (recomputed on the next :meth:`for_graph`)."""
+        self._sets.pop(int(graph), None)
+
     def update(self, placement_before: Placement, swap: Swap) -> None:
         """Account for ``swap`` applied to ``placement_before``."""
         symmetric = placement_before.original.collective is Collective.ALLREDUCE
