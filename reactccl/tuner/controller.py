@@ -95,6 +95,8 @@ class ReactController:
         self.exploring = True
         self.rounds_without_gain = 0
         self.idle_rounds = 0
+        self.searches = 0                    # batches that ran the search (for overhead checks)
+        self.triggers: list[tuple[int, str]] = []   # (epoch, what started each search)
         self._last_steady: tuple[bytes | None, set[int]] = (None, set())
 
     # ------------------------------------------------------------------ schedule
@@ -252,6 +254,9 @@ class ReactController:
         self.idle_rounds = 0
         evidence = self._evidence(cong, model)
         banned, banned_keys = self._active_bans(evidence)
+        self.searches += 1
+        self.triggers.append((e, "erratic" if cong.erratic.any() else
+                              "repeated steady" if repeated else "steady on a loaded link"))
         snap = self.viable.snapshot()
         res = local_search(self.placement, model, batch[-1].flow_bytes, self.viable, banned, banned_keys,
                            P.max_moves, max(P.max_evals, P.eval_work // max(pat.num_flows, 1)))

@@ -11,7 +11,10 @@ spread around a rate near the class's is noise, not a link that keeps failing it
 of a floor the executor reports (``EpochTrace.meta["noise_floor"]``, a relative std of one
 flow's throughput with no congestion) and the median normalised std of the batch's flows (most
 flows of a job are not congested, so their spread is the executor's own noise). A flow is
-erratic only when its spread exceeds ``delta2`` *plus* ``noise_mult`` times that floor.
+erratic only when its spread exceeds ``delta2`` *plus* ``noise_mult`` times that floor, and
+steady only when its p90 is below ``1 - delta1 - noise_mult x floor`` of its class mean (on a
+noisy executor, e.g. Gloo processes on a busy host, a flow that is merely often slower than
+its class is not a congested link).
 """
 
 from __future__ import annotations
@@ -96,7 +99,8 @@ def detect_congestion(pattern: CollectivePattern, traces: Sequence[EpochTrace], 
         pattern: the pattern the traces ran (its degrees define the comparison classes).
         traces: the batch (B epochs).
         delta1, delta2: thresholds of Eq. 1 and Eq. 2.
-        noise_mult: Eq. 2 needs ``nstd > delta2 + noise_mult x`` :func:`noise_floor`.
+        noise_mult: Eq. 2 needs ``nstd > delta2 + noise_mult x`` :func:`noise_floor`, Eq. 1
+            ``p90 < (1 - delta1 - noise_mult x floor) x`` the class mean.
 
     Flows that carry no bytes, and flows whose mean throughput is at least their class mean,
     are never congested.
@@ -116,6 +120,6 @@ def detect_congestion(pattern: CollectivePattern, traces: Sequence[EpochTrace], 
     degree_mean = cls_mean[deg]
     slower = live & (mean < degree_mean)
     noise = noise_floor(traces, nstd[live])
-    steady = slower & (p90 < (1.0 - delta1) * degree_mean)
+    steady = slower & (p90 < (1.0 - delta1 - noise_mult * noise) * degree_mean)
     erratic = live & (mean < (1.0 - delta2) * degree_mean) & (nstd > delta2 + noise_mult * noise)
     return Congestion(steady, erratic, p90, mean, nstd, degree_mean, deg, noise)
