@@ -6,7 +6,19 @@ import numpy as np
 
 from ..pattern import CollectivePattern, PatternError
 
-__all__ = ["check_int_option", "check_root", "csr_ptr", "make_pattern", "ceil_log2"]
+__all__ = ["check_int_option", "check_root", "csr_ptr", "make_pattern", "ceil_log2", "check_flow_count", "MAX_FLOWS"]
+
+MAX_FLOWS = 50_000_000
+"""Most flows a generator builds: the arrays take ~40 bytes per flow (2 GB here), a simulation
+~1 KB per flow per epoch, so more is refused before any work (a 1024-rank ring has 2.1 M)."""
+
+
+def check_flow_count(name: str, flows: int) -> None:
+    """PatternError naming ``name``, the flow count and its memory if ``flows`` > :data:`MAX_FLOWS`."""
+    flows = int(flows)
+    if flows > MAX_FLOWS:
+        raise PatternError(f"{name}: would have {flows:,} flows (about {flows * 40 / 1e9:,.1f} GB as arrays, "
+                           f"~{flows * 1000 / 1e9:,.0f} GB to simulate); the limit is {MAX_FLOWS:,} flows")
 
 
 def check_int_option(name: str, value, minimum: int = 1) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..pattern import CollectivePattern
-from ._build import check_int_option, make_pattern
+from ._build import check_flow_count, check_int_option, make_pattern
 from .registry import register
 
 __all__ = ["ring_allreduce", "ring_allgather", "ring_reducescatter", "ring_phase"]
@@ -55,6 +55,7 @@ def ring_allreduce(n: int) -> CollectivePattern:
         PatternError: if ``n`` is not an integer >= 1.
     """
     n = check_int_option("n", n)
+    check_flow_count(f"ring on {n} ranks", 2 * n * (n - 1))
     return _ring_pattern("allreduce", n, [ring_phase(n, 0, 1, 0), ring_phase(n, n - 1, 0, 1)], "ring")
 
 
@@ -66,6 +67,7 @@ def ring_allgather(n: int) -> CollectivePattern:
         PatternError: if ``n`` is not an integer >= 1.
     """
     n = check_int_option("n", n)
+    check_flow_count(f"ring-allgather on {n} ranks", n * (n - 1))
     return _ring_pattern("allgather", n, [ring_phase(n, 0, 0, 1)], "ring-allgather")
 
 
@@ -79,4 +81,5 @@ def ring_reducescatter(n: int) -> CollectivePattern:
         PatternError: if ``n`` is not an integer >= 1.
     """
     n = check_int_option("n", n)
+    check_flow_count(f"ring-reducescatter on {n} ranks", n * (n - 1))
     return _ring_pattern("reducescatter", n, [ring_phase(n, 0, 1, 0)], "ring-reducescatter")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..pattern import CollectivePattern, PatternError
-from ._build import check_int_option, make_pattern
+from ._build import check_flow_count, check_int_option, make_pattern
 from .registry import register
 
 __all__ = ["btree", "dtree", "tree_levels", "nccl_tree"]
@@ -151,6 +151,7 @@ def nccl_tree(n: int, slices: int = 1) -> CollectivePattern:
     """
     n = check_int_option("n", n)
     K = check_int_option("slices", slices)
+    check_flow_count(f"slices={K}", 2 * K * 2 * (n - 1))
     (p0, _), (p1, _) = dtree(n)
     D = int(tree_levels(p0)[0].max())
     parts = [_tree_flows(p, D) for p in (p0, p1)]

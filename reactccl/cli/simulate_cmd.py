@@ -122,7 +122,8 @@ def _simulate(args, pattern: CollectivePattern, label: str, controller=None) -> 
             pattern, topology=args.topology, size=args.size, epochs=args.epochs,
             background=args.background or [], degrade=args.degrade or None, ports=args.ports,
             seed=args.seed, placement=args.placement, slowest=args.slowest,
-            progress=lambda done: bar.update(task, completed=done), controller=controller, order=args.order)
+            progress=lambda done: bar.update(task, completed=done), controller=controller, order=args.order,
+            header_efficiency=args.header_efficiency)
 
 
 def react_params(items: list[str] | None, seed: int) -> ReactParams:
@@ -289,5 +290,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "order (a send waits for its data and for the rank's sends of earlier steps in that "
                         "chunk graph to leave it; chunk graphs run concurrently, like NCCL channels); 'data' "
                         "starts every send as soon as its data is in, whatever its step")
+    p.add_argument("--header-efficiency", type=_fraction, default=1.0, metavar="E",
+                   help="payload bytes per byte on the wire, 0 < E <= 1, as a number or a ratio: a flow of B "
+                        "bytes puts B/E bytes on its links; times, algbw and busbw count payload. TCP over "
+                        "1500-byte-MTU Ethernet carries 1448 payload bytes per 1538 on the wire (1448/1538); "
+                        "default 1 (no headers: the alpha-beta figures stay exact)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     p.set_defaults(func=_cmd_simulate)
+
+
+def _fraction(text: str) -> float:
+    """``0.94`` or ``1448/1538`` as a float in (0, 1] (argparse type for --header-efficiency)."""
+    num, slash, den = str(text).partition("/")
+    try:
+        v = float(num) / float(den) if slash else float(num)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"expected a number or a ratio like 1448/1538, got {text!r}") from None
+    if not 0.0 < v <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1] (payload bytes per wire byte), got {text!r}")
+    return v

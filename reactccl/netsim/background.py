@@ -32,6 +32,19 @@ class BackgroundError(ValueError):
     """A background or degrade spec is wrong; the message names the field."""
 
 
+MAX_BACKGROUND_FLOWS = 10_000
+"""Most long-lived background flows in one run: every one of them stays active for the whole
+run and shares links with the job's flows, so more is refused before any work."""
+
+
+def _room(have: int, add: int, spec) -> None:
+    """BackgroundError if ``have + add`` long-lived flows would pass :data:`MAX_BACKGROUND_FLOWS`."""
+    if have + add > MAX_BACKGROUND_FLOWS:
+        raise BackgroundError(f"background {spec}: would give {have + add:,} long-lived flows ({add:,} from this "
+                              f"spec); each is active for the whole run and slows every event, the limit is "
+                              f"{MAX_BACKGROUND_FLOWS:,}")
+
+
 @dataclass(frozen=True)
 class LongLived:
     """``count`` long-lived flows (infinite bytes) from host ``src`` to host ``dst`` (ids or names)."""
@@ -149,7 +162,8 @@ def resolve_background(specs: Sequence[Background], topology: Topology, placemen
     for spec in specs:
         if isinstance(spec, LongLived):
             s, d = topology.host_id(spec.src), topology.host_id(spec.dst)
-            flows += [(s, d)] * _check_p(spec.count, "count")
+            _room(len(flows), _check_p(spec.count, "count"), spec)
+            flows += [(s, d)] * spec.count
         elif isinstance(spec, Bulk):
             s, d = topology.host_id(spec.src), topology.host_id(spec.dst)
             if not (np.isfinite([spec.nbytes, spec.period, spec.phase]).all() and spec.nbytes > 0
@@ -162,6 +176,7 @@ def resolve_background(specs: Sequence[Background], topology: Topology, placemen
             bulks.append(bulk)
         elif isinstance(spec, (IntoRanks, OutOfRanks)):
             p = _check_p(spec.p)
+            _room(len(flows), p * len(spec.ranks), spec)
             out = _outside(topology, placement)
             for r in _check_ranks(spec.ranks, n):
                 h = int(rng.choice(out))
@@ -173,6 +188,7 @@ def resolve_background(specs: Sequence[Background], topology: Topology, placemen
                 raise BackgroundError(f"pairs: dir must be 'in' or 'out', got {spec.direction!r}")
             if x > n:
                 raise BackgroundError(f"pairs: x={x} pairs need {x} distinct ranks but the job has {n}")
+            _room(len(flows), p * x, spec)
             out = _outside(topology, placement)
             ranks = rng.choice(n, size=x, replace=False)
             hosts = rng.choice(out, size=x, replace=x > out.size)

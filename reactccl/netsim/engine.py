@@ -35,14 +35,14 @@ import numpy as np
 
 from .maxmin import max_min_rates
 
-__all__ = ["FluidEngine", "SimulationError", "MAX_EVENTS_BASE", "MAX_EVENTS_PER_FLOW", "MAX_BACKLOG"]
+__all__ = ["FluidEngine", "SimulationError", "MAX_EVENTS_BASE", "MAX_EVENTS_PER_FLOW", "MAX_BACKLOG", "COALESCE"]
 
 MAX_EVENTS_BASE = 20_000_000
 MAX_EVENTS_PER_FLOW = 100
 MAX_BACKLOG = 1000
 
 _SEND_DONE, _ARRIVE, _RELEASE, _PERIODIC = 0, 1, 2, 3
-_TIME_TOL = 1e-12
+COALESCE = 1e-12
 _RATE_TOL = 1e-12
 
 
@@ -69,7 +69,11 @@ class FluidEngine:
     not reached) and :meth:`unfinished` lists flows still sending with their bytes left.
     """
 
-    def __init__(self, capacity: np.ndarray, max_events: int | None = None, max_backlog: int = MAX_BACKLOG) -> None:
+    def __init__(self, capacity: np.ndarray, max_events: int | None = None, max_backlog: int = MAX_BACKLOG,
+                 coalesce: float = COALESCE) -> None:
+        if not (isinstance(coalesce, (int, float, np.floating)) and 0.0 <= float(coalesce) < 1e-2):
+            raise ValueError(f"FluidEngine: coalesce must be a relative time tolerance in [0, 0.01), got {coalesce!r}")
+        self.coalesce = float(coalesce)
         for name, v in (("max_events", max_events), ("max_backlog", max_backlog)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
                 raise ValueError(f"FluidEngine: {name} must be an integer >= 1, got {v!r}")
@@ -236,16 +240,16 @@ class FluidEngine:
                 raise SimulationError(f"{len(waiting)} flows can never finish (first: flow {waiting[0]}); "
                                       "a dependency cycle or a flow with no rate")
             t = heap[0][0]
-            limit = t + abs(t) * _TIME_TOL
+            limit = t + abs(t) * self.coalesce
             started: list[int] = []
             stopped: list[int] = []
             self.batches += 1
             while heap and heap[0][0] <= limit:
                 _, kind, i, ver = pop(heap)
+                if kind == _SEND_DONE and ver != self.version[i]:
+                    continue  # superseded by a rate change: not an event
                 self.events += 1
                 if kind == _SEND_DONE:
-                    if ver != self.version[i]:
-                        continue
                     stopped.append(i)
                     src = self.origin.get(i)
                     if src is not None:

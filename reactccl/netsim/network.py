@@ -17,6 +17,7 @@ clock that advances by each epoch's duration.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,10 +28,33 @@ from ..topology import Topology
 from ..trace import EpochTrace
 from .background import Background, Bulk, bulk_path, parse_background, parse_degrade, resolve_background
 from .engine import MAX_BACKLOG, FluidEngine
+from .fast import CompiledEngine
 from ..pattern.order import check_order
 from .joins import join_graph
 
-__all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates"]
+__all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates", "ENGINES", "check_header_efficiency",
+           "default_engine"]
+
+ENGINES = {"compiled": CompiledEngine, "python": FluidEngine}
+"""Engines by name: ``"compiled"`` (numba, the default) and ``"python"`` (the reference)."""
+
+
+def default_engine() -> str:
+    """The engine used when none is named: ``$REACTCCL_NETSIM_ENGINE`` if set (``compiled`` or
+    ``python``; lets a benchmark run whole experiments on the reference), else ``"compiled"``."""
+    return os.environ.get("REACTCCL_NETSIM_ENGINE", "compiled")
+
+
+def check_header_efficiency(value) -> float:
+    """``value`` as a float in (0, 1]: payload bytes per byte on the wire. ValueError otherwise."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"header_efficiency: expected a number in (0, 1], got {value!r}") from None
+    if not 0.0 < v <= 1.0:
+        raise ValueError(f"header_efficiency: payload bytes per wire byte must be in (0, 1] (e.g. 1448/1538 "
+                         f"= 0.9415 for TCP over 1500-byte-MTU Ethernet), got {value!r}")
+    return v
 
 
 @dataclass(frozen=True)
@@ -119,6 +143,14 @@ class SimulatedNetwork:
         max_events: events allowed per epoch (``None``: the engine's generous default).
         order: ``"step"`` (default) or ``"data"``, the execution order of
             :mod:`reactccl.pattern.order`.
+        header_efficiency: payload bytes per byte on the wire, in (0, 1] (default 1.0: no
+            headers). A flow of B payload bytes puts ``B / header_efficiency`` bytes on its links;
+            traces keep payload bytes, so algbw/busbw are payload rates. TCP/IPv4 with timestamps
+            over 1500-byte-MTU Ethernet carries 1448 payload bytes per packet: 1448/1500 counts IP
+            and TCP headers only, 1448/1538 also the Ethernet header, FCS, preamble and gap.
+            Background and bulk flows are given in wire bytes and are not scaled.
+        engine: ``"compiled"`` or ``"python"`` (the reference, :data:`ENGINES`); ``None``:
+            :func:`default_engine`.
 
     Raises:
         ValueError: ecmp_ports < 1, an unknown order; errors of :func:`resolve_background` and ``degraded``.
@@ -127,8 +159,14 @@ class SimulatedNetwork:
     def __init__(self, topology: Topology, background: Sequence[Background | str] = (),
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None, ecmp_ports: int = 4,
                  seed: int = 0, reference_placement: np.ndarray | None = None,
-                 max_backlog: int = MAX_BACKLOG, max_events: int | None = None, order: str = "step") -> None:
+                 max_backlog: int = MAX_BACKLOG, max_events: int | None = None, order: str = "step",
+                 header_efficiency: float = 1.0, engine: str | None = None) -> None:
         self.order = check_order(order)
+        engine = default_engine() if engine is None else engine
+        self.header_efficiency = check_header_efficiency(header_efficiency)
+        if engine not in ENGINES:
+            raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
+        self.engine = engine
         if isinstance(ecmp_ports, bool) or not isinstance(ecmp_ports, (int, np.integer)) or ecmp_ports < 1:
             raise ValueError(f"ecmp_ports: expected an integer >= 1, got {ecmp_ports!r}")
         self.degrade = degrade_rates(topology, degrade, seed)
@@ -203,7 +241,7 @@ class SimulatedNetwork:
                 raise ValueError(f"job {k}: placement repeats a host")
         topo = self.topology
         long_lived, bulks = self._background(jobs[0].placement)
-        eng = FluidEngine(topo.capacity, self.max_events, self.max_backlog)
+        eng = ENGINES[self.engine](topo.capacity, self.max_events, self.max_backlog)
         per_job = []
         for k, job in enumerate(jobs):
             F = job.pattern.num_flows
@@ -213,7 +251,8 @@ class SimulatedNetwork:
             paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids, sent = _job_flows(
                 topo, job, k, ports, offset, len(eng.join_waiting), self.order)
             eng.add_joins(jwait, jkids)
-            eng.add_flows(paths, nbytes, lat, waiting, children, [0.0] * F, watched=True, sent_children=sent)
+            wire = nbytes if self.header_efficiency == 1.0 else nbytes / self.header_efficiency
+            eng.add_flows(paths, wire, lat, waiting, children, [0.0] * F, watched=True, sent_children=sent)
             per_job.append((offset, F, ports, ptr, links, nbytes))
         if long_lived:
             paths = [x.tolist() for x in self.background_paths()]
@@ -262,7 +301,7 @@ class SimulatedCluster:
         topology: the network.
         placement: host (id or name) of each rank, shape ``(N,)`` (see :func:`reactccl.topology.placement`).
         message_bytes: the collective's message size S in bytes (finite, > 0).
-        background, degrade, ecmp_ports, seed, order: as :class:`SimulatedNetwork`.
+        background, degrade, ecmp_ports, seed, order, header_efficiency, engine: as :class:`SimulatedNetwork`.
 
     Raises:
         ValueError: ``message_bytes`` not a finite number > 0; errors of :class:`SimulatedNetwork`.
@@ -271,11 +310,13 @@ class SimulatedCluster:
     def __init__(self, topology: Topology, placement: Sequence[int] | np.ndarray, message_bytes: float,
                  background: Sequence[Background | str] = (),
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None,
-                 ecmp_ports: int = 4, seed: int = 0, order: str = "step") -> None:
+                 ecmp_ports: int = 4, seed: int = 0, order: str = "step", header_efficiency: float = 1.0,
+                 engine: str | None = None) -> None:
         self.placement = _hosts(topology, placement)
         self.message_bytes = _check_message(message_bytes, "message_bytes")
         self.network = SimulatedNetwork(topology, background, degrade, ecmp_ports, seed,
-                                        reference_placement=self.placement, order=order)
+                                        reference_placement=self.placement, order=order,
+                                        header_efficiency=header_efficiency, engine=engine)
 
     @property
     def topology(self) -> Topology:

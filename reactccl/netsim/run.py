@@ -64,6 +64,7 @@ class SimulationResult:
     controller: Any = field(default=None, repr=False)
     pattern_changes: int = 0
     order: str = "step"
+    header_efficiency: float = 1.0
 
     @property
     def epochs(self) -> int:
@@ -89,7 +90,8 @@ class SimulationResult:
             "algorithm": self.algorithm, "collective": self.collective, "ranks": self.num_ranks,
             "flows_per_epoch": self.num_flows, "topology": self.topology, "hosts": self.num_hosts,
             "message_bytes": self.message_bytes, "placement": self.placement.tolist(), "seed": self.seed,
-            "ecmp_ports": self.ecmp_ports, "order": self.order, "epochs": self.epochs,
+            "ecmp_ports": self.ecmp_ports, "order": self.order, "header_efficiency": self.header_efficiency,
+            "epochs": self.epochs,
             "background": [list(p) for p in self.background], "bulk": self.bulk, "degraded": self.degraded,
             "stats": stats,
             "durations_s": self.durations.tolist(), "algbw_Bps": nums(self.algbw),
@@ -115,7 +117,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
                    slowest: int = 5, keep_traces: bool = False,
                    progress: Callable[[int], None] | None = None,
                    controller: Callable[[CollectivePattern], Any] | None = None,
-                   order: str = "step") -> SimulationResult:
+                   order: str = "step", header_efficiency: float = 1.0,
+                   engine: str | None = None) -> SimulationResult:
     """Simulate ``epochs`` epochs of a collective and summarise them.
 
     Args:
@@ -136,10 +139,14 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
             import the tuner; anything with those two methods works.
         order: ``"step"`` (default) or ``"data"``: the execution order
             (:mod:`reactccl.pattern.order`).
+        header_efficiency: payload bytes per wire byte in (0, 1] (default 1.0); see
+            :class:`~reactccl.netsim.network.SimulatedNetwork`.
+        engine: ``"compiled"`` or ``"python"`` (the reference engine); ``None``: the default
+            (:func:`~reactccl.netsim.network.default_engine`).
 
     Raises:
         PatternError, TopologyError, BackgroundError, UnitError: a bad input, named.
-        ValueError: an unknown ``order``.
+        ValueError: an unknown ``order`` or ``engine``; ``header_efficiency`` outside (0, 1].
     """
     topo = parse_topology(topology) if isinstance(topology, str) else topology
     if isinstance(algorithm, CollectivePattern):
@@ -155,7 +162,7 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     specs = [parse_background(b, hosts) if isinstance(b, str) else b for b in background]
     rates = degrade_rates(topo, degrade, seed)
     cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed,
-                               order=order)
+                               order=order, header_efficiency=header_efficiency, engine=engine)
     durations, algbw, busbw = np.empty(epochs), np.empty(epochs), np.empty(epochs)
     best: list[dict] = []
     traces: list[EpochTrace] = []
@@ -189,4 +196,4 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
                "phase_s": b.phase} for b in bulks],
         degraded={topo.describe_link(l): r for l, r in sorted(rates.items())},
         traces=traces, wall_s=wall, events=events, controller=ctl, pattern_changes=changes,
-        order=order)
+        order=order, header_efficiency=header_efficiency)

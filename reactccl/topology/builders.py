@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from .graph import Topology, TopologyError, add_cable
+from .graph import Topology, TopologyError, add_cable, check_size
 
 __all__ = ["star", "fat_tree", "leaf_spine", "alibaba", "full_mesh_tors", "DEFAULT_RATE", "DEFAULT_LATENCY"]
 
@@ -54,6 +54,7 @@ def star(num_hosts: int, rate: float = DEFAULT_RATE, latency: float = DEFAULT_LA
     """
     n = _positive_int(num_hosts, "hosts")
     _check_link(rate, latency)
+    check_size(f"star:hosts={n}", n, 2 * n)
     g = nx.DiGraph()
     g.add_node("s0", kind="switch")
     _hosts_on(g, "s0", 0, n, rate, latency)
@@ -76,6 +77,7 @@ def fat_tree(k: int, rate: float = DEFAULT_RATE, latency: float = DEFAULT_LATENC
     if k % 2:
         raise TopologyError(f"k: a fat-tree needs an even k, got {k}")
     _check_link(rate, latency)
+    check_size(f"fat-tree:k={k}", k ** 3 // 4, 3 * k ** 3 // 2)
     half = k // 2
     g = nx.DiGraph()
     host = 0
@@ -101,6 +103,7 @@ def fat_tree(k: int, rate: float = DEFAULT_RATE, latency: float = DEFAULT_LATENC
 def _two_tier(name: str, tors: int, uppers: int, hosts_per_tor: int, rate: float, latency: float,
               tor_prefix: str, upper_prefix: str) -> Topology:
     _check_link(rate, latency)
+    check_size(name, tors * hosts_per_tor, 2 * tors * (hosts_per_tor + uppers))
     g = nx.DiGraph()
     for t in range(tors):
         g.add_node(f"{tor_prefix}{t}", kind="switch")
@@ -152,6 +155,7 @@ def full_mesh_tors(tors: int, hosts_per_tor: int, rate: float = DEFAULT_RATE,
     t = _positive_int(tors, "tors")
     h = _positive_int(hosts_per_tor, "hosts")
     _check_link(rate, latency)
+    check_size(f"full-mesh:tors={t},hosts={h}", t * h, 2 * t * h + t * (t - 1))
     g = nx.DiGraph()
     for i in range(t):
         g.add_node(f"tor{i}", kind="switch")

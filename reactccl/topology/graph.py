@@ -25,12 +25,32 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import networkx as nx
 import numpy as np
 
-__all__ = ["Router", "Topology", "TopologyError", "add_cable", "stable_hash"]
+__all__ = ["Router", "Topology", "TopologyError", "add_cable", "stable_hash", "check_size", "MAX_LINKS"]
+
+MAX_LINKS = 2_000_000
+"""Most directed links a topology may have: a networkx graph holds about 1 KB per link with
+its attributes, so this is about 2 GB (fat-tree k=48 has 165,888 links, a 64x64 torus 16,384)."""
+_BYTES_PER_LINK = 1000
 
 #: A fixed router: ``route(src_hosts, dst_hosts) -> (pair_index, link)`` for host-id arrays of
 #: shape ``(P,)``; ``link[j]`` is a link of pair ``pair_index[j]``, and each pair's links appear
 #: in route order (first hop first) once grouped stably by pair index.
 Router = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def check_size(name: str, hosts: int, links: int) -> None:
+    """Refuse, before anything is built, a topology of more than :data:`MAX_LINKS` directed links,
+    naming its host and link counts and the memory it would take.
+
+    Raises:
+        TopologyError: ``links`` > :data:`MAX_LINKS`.
+    """
+    hosts, links = int(hosts), int(links)
+    if links > MAX_LINKS:
+        raise TopologyError(
+            f"{name}: {hosts:,} hosts and {links:,} directed links would take about "
+            f"{links * _BYTES_PER_LINK / 1e9:,.0f} GB as a graph (~1 KB per link); "
+            f"the limit is {MAX_LINKS:,} links")
 
 
 class TopologyError(ValueError):

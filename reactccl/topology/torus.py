@@ -289,6 +289,8 @@ def fabric_topology(geometry, link_rate: float = DEFAULT_LINK_RATE,
     if not isinstance(geometry, (TorusGeometry, HyperXGeometry, SpineLeafGeometry)):
         raise ValueError(f"fabric_topology: expected a torus, HyperX or spine-leaf geometry, "
                          f"got {type(geometry).__name__}")
+    from .graph import check_size
+    check_size(geometry.name, geometry.num_nodes, geometry.num_links)
     tail, head = geometry.link_ends()
     names = [f"n{i}" for i in range(geometry.num_nodes)]
     g = nx.DiGraph()
