@@ -198,3 +198,25 @@ def test_reverted_moves_are_not_retried_under_the_same_congestion():
     for d in lost:                                                   # a lost placement is not tried again
         i = trials.index(d)
         assert keys[i] not in keys[i + 1:]
+
+
+def test_local_search_results_verify_on_random_congestion():
+    # property: on random congestion (slow receive/send links, noise) every placement the search
+    # returns verifies, and the viable sets it leaves describe that placement (their swaps verify)
+    rng = np.random.default_rng(8)
+    for k in range(12):
+        name, n = [("nccl-tree", 8), ("nccl-tree", 5), ("recursive-doubling", 8), ("ring", 6)][k % 4]
+        p = generate(name, n)
+        slow = {int(r): float(rng.uniform(1.5, 4)) for r in rng.choice(n, 2, replace=False)}
+        ex = SyntheticExecutor(slow_into=slow, slow_out={int(rng.integers(n)): 2.0}, noise=0.03, seed=k)
+        obs = [ex.run_epoch(p) for _ in range(6)]
+        m = LinkModel(n, [(o.pattern, o.start, o.end, o.flow_bytes) for o in obs])
+        viable = ViableSwaps(0)
+        res = local_search(Placement(p), m, p.flow_bytes(20e6), viable, max_evals=300)
+        verify(res.placement.pattern)
+        for g in np.unique(res.placement.pattern.flow_graph).tolist():
+            s = viable.for_graph(res.placement, g)
+            for i in rng.choice(len(s), size=min(5, len(s)), replace=False).tolist() if len(s) else []:
+                sw = (Swap(Transform.CHUNK, int(s.a[i]), int(s.b[i]), g) if s.full[i] else
+                      Swap(Transform.POSITION, int(s.a[i]), int(s.b[i]), g, int(s.t0[i]), int(s.t1[i])))
+                verify(res.placement.apply(sw).pattern)
