@@ -16,7 +16,7 @@ For each scenario (8-rank jobs unless named otherwise, 20 MB AllReduce):
 Every pattern is judged as its mean epoch time over the same ``--epochs`` seeded epochs
 (indices 10000.., never run by REACT: same background, same ECMP draws per flow position).
 Ratios are algbw ratios (> 1: faster). Keep/revert agreement: every trial REACT decided is
-re-judged, with the pattern before it, on 24 other held-out epochs (20000..); the noise-free
+re-judged, with the pattern before it, on 60 other held-out epochs (20000..); the noise-free
 verdict keeps it when it is (1 + tau_r) faster, and REACT's verdict agrees or not.
 
 Scenarios: star into:3:p=2; star into:3:p=2 + into:5:p=1; fat-tree k=4 pairs:x=4:p=2 seeds
@@ -41,7 +41,7 @@ from reactccl.tuner import Placement, ReactController, ReactParams, ViableSwaps
 from reactccl.tuner.estimate import LinkModel
 from reactccl.tuner.local import local_search
 
-JUDGE_AT, VERDICT_AT, VERDICT_EPOCHS = 10_000, 20_000, 24
+JUDGE_AT, VERDICT_AT, VERDICT_EPOCHS = 10_000, 20_000, 60
 MESSAGE = 20e6
 
 
