@@ -60,7 +60,7 @@ class ReactParams:
     seed: int = 0
     search: str = "local"
     max_moves: int = 8
-    max_evals: int = 400
+    max_evals: int = 320
     eval_work: int = 100_000
     noise_mult: float = 2.0
     verdict: str = "test"
