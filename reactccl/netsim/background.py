@@ -22,7 +22,8 @@ import numpy as np
 from ..topology import Topology, TopologyError, UnitError, parse_rate, parse_size, parse_time
 
 __all__ = ["LongLived", "Bulk", "IntoRanks", "OutOfRanks", "RandomPairs", "BackgroundError",
-           "resolve_background", "parse_background", "parse_degrade", "random_degrade", "bulk_path"]
+           "resolve_background", "parse_background", "parse_degrade", "random_degrade", "job_cables", "job_degrade",
+           "bulk_path"]
 
 HostRef = int | str
 
@@ -314,10 +315,45 @@ def random_degrade(topology: Topology, k: int, rate: float, seed: int = 0) -> di
     return _degrade(topology, (l for l in pick.reshape(-1).tolist() if l >= 0), rate, f"degrade random:k={k}")
 
 
-def parse_degrade(spec: str, topology: Topology, seed: int = 0) -> dict[int, float]:
+def job_cables(topology: Topology, hosts: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Cables (rows of :meth:`Topology.cables`) on any fewest-hop path between two of the job's
+    ``hosts`` (host ids): the cables a degrade can hit the job on."""
+    used: set[int] = set()
+    hosts = [int(h) for h in hosts]
+    for s in hosts:
+        for d in hosts:
+            if s != d:
+                used.update(np.unique(np.concatenate(topology.shortest_paths(s, d))).tolist())
+    cables = topology.cables()
+    keep = np.isin(cables[:, 0], list(used)) | np.isin(cables[:, 1], list(used))
+    return cables[keep]
+
+
+def job_degrade(topology: Topology, hosts: Sequence[int] | np.ndarray, k: int, rate: float,
+                seed: int = 0) -> dict[int, float]:
+    """``k`` random cables (both directions) *on the job's paths* (:func:`job_cables`) set to
+    ``rate`` bit/s: a gray failure the job surely meets (``random`` draws from the whole fabric
+    and often misses it). Draws with ``numpy.random.default_rng([seed, 3])``.
+
+    Raises:
+        BackgroundError: k < 1 or more than the job's cables; a bad rate.
+    """
+    pool = job_cables(topology, hosts)
+    k = _check_p(k, "k")
+    if k > len(pool):
+        raise BackgroundError(f"degrade job:k={k}: the job's paths use only {len(pool)} cables")
+    rng = np.random.default_rng([int(seed), 3])
+    pick = pool[np.sort(rng.choice(len(pool), size=k, replace=False))]
+    return _degrade(topology, (l for l in pick.reshape(-1).tolist() if l >= 0), rate, f"degrade job:k={k}")
+
+
+def parse_degrade(spec: str, topology: Topology, seed: int = 0,
+                  hosts: Sequence[int] | np.ndarray | None = None) -> dict[int, float]:
     """Degraded links from text. Three forms:
 
     * ``random:k=2:rate=30G`` -- k random *cables*, both directions (REACT §7.3.4);
+    * ``job:k=1:rate=30G`` -- k random cables on the job's paths (needs ``hosts``, the job's
+      host ids; :func:`job_degrade`);
     * ``cable=5:rate=30G`` -- cable 5, both directions (``cable=5,7`` for several);
     * ``link=12:rate=30G`` -- the one *directed* link 12 only (``link=12,13`` for several).
 
@@ -339,6 +375,14 @@ def parse_degrade(spec: str, topology: Topology, seed: int = 0) -> dict[int, flo
                 if f not in kv:
                     raise BackgroundError(f"{text!r}: missing field {f!r} (e.g. random:k=2:rate=30G)")
             return random_degrade(topology, _int(kv["k"], "k", text), parse_rate(kv["rate"]), seed)
+        if parts[0].lower() == "job":
+            kv = _kv(parts[1:], text, {"k", "rate"})
+            for f in ("k", "rate"):
+                if f not in kv:
+                    raise BackgroundError(f"{text!r}: missing field {f!r} (e.g. job:k=1:rate=30G)")
+            if hosts is None:
+                raise BackgroundError(f"{text!r}: 'job' draws from the job's paths and needs its hosts")
+            return job_degrade(topology, hosts, _int(kv["k"], "k", text), parse_rate(kv["rate"]), seed)
         kv = _kv([p.replace(",", ";") if p.lower().startswith(("link=", "cable=")) else p for p in parts], text,
                  {"link", "cable", "rate"})
         if ("link" in kv) == ("cable" in kv) or "rate" not in kv:
