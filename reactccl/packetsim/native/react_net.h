@@ -273,7 +273,13 @@ class Net
                 devs.Get(i)->TraceConnectWithoutContext("PhyTxEnd", MakeCallback(&Net::OnTx, this));
             }
             InstallQdisc(devs);
-            Ipv4InterfaceContainer ifc = addr.Assign(devs);
+            // devices are created u end first, addresses go v end first (the default qdisc, which
+            // Assign installs, in that order too): the order the reference scenarios were built in,
+            // which fixes ns-3's random streams (RED marking, FqCoDel's hash perturbation)
+            Ipv4InterfaceContainer byV = addr.Assign(NetDeviceContainer(devs.Get(1), devs.Get(0)));
+            Ipv4InterfaceContainer ifc;
+            ifc.Add(byV.Get(1));
+            ifc.Add(byV.Get(0));
             addr.NewNetwork();
             int ends[2] = {c.u, c.v};
             int links[2] = {c.linkUV, c.linkVU};
