@@ -36,12 +36,14 @@ def _progress(console: Console | None) -> Progress:
 
 
 def run_sweep(scenarios: Sequence[Scenario], jobs: int | None = None, params: Mapping[str, Any] | None = None,
-              progress: bool = True, console: Console | None = None, label: str = "scenarios") -> list[dict]:
+              progress: bool = True, console: Console | None = None, label: str = "scenarios",
+              engine: str = "fluid") -> list[dict]:
     """Run every scenario (all its arms); results in the order of ``scenarios``.
 
     Args:
         jobs: worker processes (default :func:`default_jobs`); 1 runs serially here.
         params: REACT parameters for every controller (:class:`reactccl.tuner.ReactParams` names).
+        engine: ``fluid`` or ``packet`` (:data:`reactccl.experiments.runner.ENGINES`).
         progress: show a rich progress bar (on ``console``).
 
     Raises:
@@ -58,12 +60,12 @@ def run_sweep(scenarios: Sequence[Scenario], jobs: int | None = None, params: Ma
     try:
         if jobs == 1 or len(scenarios) <= 1:
             for i, sc in enumerate(scenarios):
-                results[i] = run_scenario(sc, params)
+                results[i] = run_scenario(sc, params, engine)
                 if bar:
                     bar.advance(task)
         else:
             with ProcessPoolExecutor(max_workers=min(jobs, len(scenarios))) as pool:
-                futures = {pool.submit(run_scenario, sc, params): i for i, sc in enumerate(scenarios)}
+                futures = {pool.submit(run_scenario, sc, params, engine): i for i, sc in enumerate(scenarios)}
                 for fut in as_completed(futures):
                     results[futures[fut]] = fut.result()
                     if bar:

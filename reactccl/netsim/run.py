@@ -112,7 +112,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
                    placement: str | Sequence[int] = "first", options: Mapping[str, Any] | None = None,
                    slowest: int = 5, keep_traces: bool = False,
                    progress: Callable[[int], None] | None = None,
-                   controller: Callable[[CollectivePattern], Any] | None = None) -> SimulationResult:
+                   controller: Callable[[CollectivePattern], Any] | None = None,
+                   executor: Callable[..., Any] | None = None) -> SimulationResult:
     """Simulate ``epochs`` epochs of a collective and summarise them.
 
     Args:
@@ -131,6 +132,9 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
             ``reactccl.tuner.ReactController``): each epoch runs ``ctl.pattern_for_epoch(e)``
             and the trace is fed back with ``ctl.observe(trace)``. The simulator does not
             import the tuner; anything with those two methods works.
+        executor: optional factory with :class:`SimulatedCluster`'s arguments returning another
+            executor with ``run_epoch`` and a ``network`` exposing ``long_lived`` and ``bulks``
+            (e.g. :class:`reactccl.packetsim.PacketCluster`); default the fluid simulator.
 
     Raises:
         PatternError, TopologyError, BackgroundError, UnitError: a bad input, named.
@@ -148,7 +152,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     hosts = place_ranks(topo, pattern.num_ranks, placement, seed=seed)
     specs = [parse_background(b, hosts) if isinstance(b, str) else b for b in background]
     rates = degrade_rates(topo, degrade, seed)
-    cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed)
+    make = SimulatedCluster if executor is None else executor
+    cluster = make(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed)
     durations, algbw, busbw = np.empty(epochs), np.empty(epochs), np.empty(epochs)
     best: list[dict] = []
     traces: list[EpochTrace] = []
