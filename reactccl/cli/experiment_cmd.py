@@ -49,6 +49,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "setting, 20 epochs, warm-up 8; override with --scenarios/--epochs/--warmup/--size) on "
                         "both the fluid simulator and ns-3 (REACT §7.3 DCTCP) and print them side by side; "
                         "needs pip install 'reactccl[ns3]'")
+    p.add_argument("--cluster", default=None, metavar="auto|ADDRESS",
+                   help="run the scenarios as tasks on Dask (pip install 'reactccl[cluster]'): 'auto' starts a "
+                        "local cluster, tcp://HOST:8786 uses a running scheduler (dask scheduler / dask worker "
+                        "on each machine); default: a local process pool")
     p.add_argument("--size", default=None, help="with --engine packet: message size of every job (default: the "
                                                 "experiment's, 20MB)")
     p.set_defaults(func=run)
@@ -64,7 +68,7 @@ def _run_engines(args: argparse.Namespace, console: Console) -> int:
         size = None if args.size is None else parse_size(args.size, "size")
         doc = run_both_engines(args.name, args.out, args.jobs, dict(args.param), progress=not args.no_progress,
                                console=Console(stderr=True), scenarios=args.scenarios, epochs=args.epochs,
-                               warmup=args.warmup, seed=args.seed, size=size)
+                               warmup=args.warmup, seed=args.seed, size=size, cluster=args.cluster)
     except (ValueError, UnitError, PacketSimUnavailable, PacketSimError) as exc:
         console.print(f"[red]{exc}[/red]")
         return 2
@@ -133,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         doc = run_experiment(args.name, quick=args.quick, jobs=args.jobs, out=args.out, seed=args.seed,
                              scenarios=args.scenarios, epochs=args.epochs, warmup=args.warmup,
                              params=dict(args.param), progress=not args.no_progress and not args.json,
-                             console=Console(stderr=True))
+                             console=Console(stderr=True), cluster=args.cluster)
     except ValueError as exc:
         console.print(f"[red]{exc}[/red]")
         return 2

@@ -62,7 +62,7 @@ def reduced_scenarios(name: str, scenarios: int | None = None, epochs: int | Non
 
 def run_both_engines(name: str, out: str | Path = "results", jobs: int | None = None,
                      params: Mapping[str, Any] | None = None, progress: bool = True,
-                     console: Console | None = None, **sweep: Any) -> dict[str, Any]:
+                     console: Console | None = None, cluster: str | None = None, **sweep: Any) -> dict[str, Any]:
     """Run the reduced sweep of ``name`` on the fluid and the packet engine; writes
     ``OUT/NAME-engines.json``.
 
@@ -83,7 +83,8 @@ def run_both_engines(name: str, out: str | Path = "results", jobs: int | None = 
     engines, walls, results = {}, {}, {}
     for engine in ("fluid", "packet"):
         t0 = time.perf_counter()
-        res = run_sweep(scen, jobs, merged, progress, console, label=f"{name} {engine}", engine=engine)
+        res = run_sweep(scen, jobs, merged, progress, console, label=f"{name} {engine}", engine=engine,
+                        cluster=cluster)
         walls[engine] = time.perf_counter() - t0
         rows = aggregate(res, exp.job_names or None)
         for r in rows:
