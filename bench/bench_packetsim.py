@@ -67,7 +67,7 @@ def bench_tree(epochs: int, react_epochs: int) -> None:
         c0 = time.process_time()
         tr = cluster.run_epoch(pattern)
         rows.append((tr.meta["wall_s"], time.process_time() - c0, tr.meta["packets"], tr.duration))
-    print(f"nccl-tree 8 ranks, 20 MB, fat-tree k=4, dctcp, into:3:p=1 (build {build:.1f} s incl. ns-3 import)")
+    print(f"nccl-tree 8 ranks, 20 MB, fat-tree k=4, dctcp, into:3:p=1 (network built in {build:.1f} s; ns-3 import not included if already loaded)")
     for e, (wall, cpu, pk, dur) in enumerate(rows):
         print(f"  epoch {e}: {dur * 1e3:7.3f} ms simulated  {wall:6.1f} s wall {cpu:6.1f} s cpu  {pk:,} packets  "
               f"{pk / wall:,.0f} packets/s")
