@@ -23,6 +23,7 @@ from ..experiments.patterns_view import moved_positions, pattern_view, tree_pare
 from ..topology import UnitError, parse_topology
 from ..topology.units import parse_bytes
 from ..trace import format_byte_rate, format_bytes, format_time
+from ..packetsim.native import PacketSimError, PacketSimUnavailable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=int, default=d.warmup, help=f"epochs left out of the metrics (default {d.warmup})")
     p.add_argument("--ecmp-ports", type=int, default=d.ecmp_ports, help=f"ECMP ports per flow (default {d.ecmp_ports})")
     p.add_argument("--seed", type=int, default=d.seed, help="seed of ECMP draws and REACT (default 0)")
+    p.add_argument("--engine", choices=["fluid", "packet"], default="fluid",
+                   help="fluid: the flow-level max-min simulator (default); packet: ns-3 packet level with "
+                        "REACT §7.3's DCTCP (needs pip install 'reactccl[ns3]'; the two arms run one after the "
+                        "other, seconds per epoch)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--save-pattern", metavar="FILE",
@@ -102,11 +107,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = _config(args)
         check_config(cfg)
+        engine = getattr(args, "engine", "fluid")
         if args.json or args.no_progress:
-            res = run_demo(cfg)
+            res = run_demo(cfg, engine=engine)
         else:
-            res = _run_with_progress(cfg, Console(stderr=True))
-    except (ValueError, UnitError, KeyError) as exc:
+            res = _run_with_progress(cfg, Console(stderr=True), engine)
+    except (ValueError, UnitError, KeyError, PacketSimUnavailable, PacketSimError) as exc:
         text = str(exc)
         Console(stderr=True, highlight=False, soft_wrap=True).print(
             text if text.startswith("demo:") else f"demo: {text}", style="red", markup=False)
@@ -135,7 +141,7 @@ def _save_pattern(args: argparse.Namespace, res: DemoResult) -> int:
     return 0
 
 
-def _run_with_progress(cfg: DemoConfig, console: Console) -> DemoResult:
+def _run_with_progress(cfg: DemoConfig, console: Console, engine: str = "fluid") -> DemoResult:
     bar = Progress(TextColumn("[bold]{task.description:<9}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("epoch {task.fields[t]}"), TimeElapsedColumn(), console=console)
     with bar:
@@ -146,7 +152,7 @@ def _run_with_progress(cfg: DemoConfig, console: Console) -> DemoResult:
             bar.update(tb, advance=1, t=format_time(t_base))
             bar.update(tr, advance=1, t=format_time(t_react))
 
-        return run_demo(cfg, on_epoch=tick)
+        return run_demo(cfg, on_epoch=tick, engine=engine)
 
 
 def _header(res: DemoResult) -> str:
@@ -287,4 +293,6 @@ def show(res: DemoResult, console: Console) -> None:
         console.print(line)
     console.print(_results(res))
     k = res.react.changes[0]
-    console.print(f"REACT changed the pattern {k} time{'' if k == 1 else 's'}; both runs took {res.wall_s:.1f} s.")
+    engine = "packet level (ns-3, DCTCP)" if res.baseline.engine == "packet" else "flow level (max-min)"
+    console.print(f"REACT changed the pattern {k} time{'' if k == 1 else 's'}; both runs took {res.wall_s:.1f} s "
+                  f"({engine}).")

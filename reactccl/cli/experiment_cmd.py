@@ -45,6 +45,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a REACT parameter (Table 3 name in reactccl.tuner.ReactParams), repeatable")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the result document (without per-epoch times)")
+    p.add_argument("--engine", choices=["fluid", "packet"], default="fluid",
+                   help="packet: run a reduced sweep (fig5a/5b/12: x in {1,4}, p in {2,4}; 1 scenario per "
+                        "setting, 20 epochs, warm-up 8; override with --scenarios/--epochs/--warmup/--size) on "
+                        "both the fluid simulator and ns-3 (REACT §7.3 DCTCP) and print them side by side; "
+                        "needs pip install 'reactccl[ns3]'")
+    p.add_argument("--cluster", default=None, metavar="auto|ADDRESS",
+                   help="run the scenarios as tasks on Dask (pip install 'reactccl[cluster]'): 'auto' starts a "
+                        "local cluster, tcp://HOST:8786 uses a running scheduler (dask scheduler / dask worker "
+                        "on each machine); default: a local process pool")
+    p.add_argument("--size", default=None, help="with --engine packet: message size of every job (default: the "
+                                                "experiment's, 20MB)")
     p.set_defaults(func=run)
 
 
@@ -62,6 +73,29 @@ def _check_params(params: dict) -> None:
         ReactParams(**params)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"--param: {exc}") from None
+
+
+def _run_engines(args: argparse.Namespace, console: Console) -> int:
+    """``--engine packet``: the reduced sweep on both engines, side by side."""
+    from ..experiments.engines import engines_table, run_both_engines
+    from ..packetsim.native import PacketSimError, PacketSimUnavailable
+    from ..topology import UnitError, parse_size
+
+    try:
+        size = None if args.size is None else parse_size(args.size, "size")
+        doc = run_both_engines(args.name, args.out, args.jobs, dict(args.param), progress=not args.no_progress,
+                               console=Console(stderr=True), scenarios=args.scenarios, epochs=args.epochs,
+                               warmup=args.warmup, seed=args.seed, size=size, cluster=args.cluster)
+    except (ValueError, UnitError, PacketSimUnavailable, PacketSimError) as exc:
+        return report(exc, "experiment")
+    if args.json:
+        print(json.dumps({k: v for k, v in doc.items() if k != "scenarios"}, indent=1))
+        return 0
+    console.print(engines_table(doc))
+    w = doc["wall_s"]
+    console.print(f"{doc['config']['scenario_count']} scenarios x 2 arms on each engine: fluid {w['fluid']:.1f} s, "
+                  f"packet {w['packet']:.1f} s ({doc['config']['jobs']} workers); wrote {doc['files']['json']}")
+    return 0
 
 
 def _sp_unsupported(args: argparse.Namespace) -> list[str]:
@@ -107,12 +141,16 @@ def run(args: argparse.Namespace) -> int:
     if args.name not in EXPERIMENTS:
         known = ", ".join([*EXPERIMENTS, *SP_EXPERIMENTS])
         return report(f"unknown experiment {args.name!r}; known: {known}", "experiment")
+    if getattr(args, "engine", "fluid") == "packet":
+        return _run_engines(args, console)
+    if getattr(args, "size", None) is not None:
+        return report("--size: only used with --engine packet", "experiment")
     try:
         _check_params(dict(args.param))
         doc = run_experiment(args.name, quick=args.quick, jobs=args.jobs, out=args.out, seed=args.seed,
                              scenarios=args.scenarios, epochs=args.epochs, warmup=args.warmup,
                              params=dict(args.param), progress=not args.no_progress and not args.json,
-                             console=Console(stderr=True))
+                             console=Console(stderr=True), cluster=args.cluster)
     except ValueError as exc:
         return report(exc, "experiment")
     if args.json:

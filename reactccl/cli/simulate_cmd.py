@@ -22,6 +22,7 @@ from rich.table import Table
 from ..algorithms import generate
 from ..algorithms.torus_common import pack
 from ..netsim import BackgroundError, SimulationError, SimulationResult, run_simulation
+from ..packetsim.native import PacketSimError, PacketSimUnavailable
 from ..pattern import CollectivePattern, PatternError
 from ..topology import TopologyError, UnitError, parse_topology
 from ..trace import format_bytes, format_rate, format_time
@@ -128,7 +129,19 @@ def _simulate(args, pattern: CollectivePattern, label: str, controller=None) -> 
             background=args.background or [], degrade=args.degrade or None, ports=args.ports,
             seed=args.seed, placement=args.placement, slowest=args.slowest,
             progress=lambda done: bar.update(task, completed=done), controller=controller, order=args.order,
-            header_efficiency=args.header_efficiency)
+            header_efficiency=args.header_efficiency, engine="python" if args.engine == "python" else None,
+            executor=_executor(args))
+
+
+def _executor(args):
+    """None (the fluid simulator) or a factory of packet-level clusters for ``--engine packet``."""
+    if getattr(args, "engine", "fluid") != "packet":
+        return None
+    from functools import partial
+
+    from ..packetsim import PacketCluster
+
+    return partial(PacketCluster, transport=args.transport)
 
 
 def react_params(items: list[str] | None, seed: int) -> ReactParams:
@@ -197,6 +210,8 @@ def _check_args(args) -> None:
         raise ValueError("--pack: cannot be used with --react: packing merges every chunk graph into one "
                          "message per link and round, and REACT's transforms swap positions within each "
                          "chunk graph; leave out --pack (or --react)")
+    if getattr(args, "transport", "dctcp") != "dctcp" and getattr(args, "engine", "fluid") != "packet":
+        raise ValueError("--transport: only used with --engine packet")
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
         args.warmup = 25 if args.epochs > 25 else max(args.epochs, 0) // 4
     elif args.react and not 0 <= args.warmup < args.epochs:
@@ -222,7 +237,7 @@ def _cmd_simulate(args) -> int:
         else:
             result = _simulate(args, pattern, "simulating")
     except (PatternError, TopologyError, BackgroundError, UnitError, SimulationError, TunerError,
-            ValueError) as exc:
+            ValueError, PacketSimUnavailable, PacketSimError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     console = Console(highlight=False, soft_wrap=True)
@@ -304,6 +319,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "bytes puts B/E bytes on its links; times, algbw and busbw count payload. TCP over "
                         "1500-byte-MTU Ethernet carries 1448 payload bytes per 1538 on the wire (1448/1538); "
                         "default 1 (no headers: the alpha-beta figures stay exact)")
+    p.add_argument("--engine", choices=["fluid", "python", "packet"], default="fluid",
+                   help="fluid: flow-level max-min simulation on the compiled core (default); python: the same "
+                        "model on the pure-Python reference engine (slow; to cross-check); packet: ns-3 packet level, TCP and "
+                        "queues per --transport, 4 persistent connections per flow on the same ECMP paths "
+                        "(needs pip install 'reactccl[ns3]'; seconds per epoch)")
+    p.add_argument("--transport", choices=["dctcp", "dctcp_red", "default"], default="dctcp",
+                   help="with --engine packet: dctcp (REACT §7.3: DCTCP, RED/ECN 32/60 packets, 32 MB "
+                        "buffers, ACKs first; default), dctcp_red (the reference scenarios' DCTCP/RED 20/60) "
+                        "or default (ns-3's default TCP and qdisc)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     add_file_options(p)
     p.set_defaults(func=_cmd_simulate)

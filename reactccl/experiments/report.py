@@ -54,7 +54,7 @@ def _overall(exp: Experiment, rows: Sequence[Mapping[str, Any]], results: Sequen
 def run_experiment(name: str, quick: bool = False, jobs: int | None = None, out: str | Path = "results",
                    seed: int = 0, scenarios: int | None = None, epochs: int | None = None,
                    warmup: int | None = None, params: Mapping[str, Any] | None = None, progress: bool = True,
-                   console: Console | None = None, plot: bool = True) -> dict[str, Any]:
+                   console: Console | None = None, plot: bool = True, cluster: str | None = None) -> dict[str, Any]:
     """Run experiment ``name`` and write ``OUT/NAME.json`` and ``OUT/NAME.png``.
 
     Args:
@@ -62,6 +62,7 @@ def run_experiment(name: str, quick: bool = False, jobs: int | None = None, out:
         jobs: worker processes (default: all usable CPUs).
         scenarios, epochs, warmup: override the sweep's size.
         params: REACT parameters for every controller.
+        cluster: a Dask cluster (``auto`` or a scheduler address) instead of the process pool.
 
     Returns:
         The JSON document (``schema``, ``experiment``, ``config``, ``rows`` from
@@ -77,7 +78,8 @@ def run_experiment(name: str, quick: bool = False, jobs: int | None = None, out:
     scen = exp.build(cfg)
     jobs = default_jobs() if jobs is None else jobs
     t0 = time.perf_counter()
-    results = run_sweep(scen, jobs, {**exp.params, **dict(params or {})}, progress, console, label=name)
+    results = run_sweep(scen, jobs, {**exp.params, **dict(params or {})}, progress, console, label=name,
+                        cluster=cluster)
     wall = time.perf_counter() - t0
     rows = aggregate(results, exp.job_names or None)
     for r in rows:

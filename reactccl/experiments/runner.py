@@ -24,7 +24,7 @@ from ..trace import EpochTrace
 from .metrics import epoch_metrics, improvement
 from .scenario import Scenario, topology
 
-__all__ = ["Policy", "StaticPolicy", "ReactPolicy", "ArmRun", "ArmDriver", "run_arm", "run_scenario"]
+__all__ = ["ENGINES", "make_network", "Policy", "StaticPolicy", "ReactPolicy", "ArmRun", "ArmDriver", "run_arm", "run_scenario"]
 
 
 class Policy(Protocol):
@@ -91,6 +91,26 @@ class ArmRun:
     last: list[CollectivePattern]
 
 
+#: Executors an arm can run on: ``fluid`` (:class:`reactccl.netsim.SimulatedNetwork`, max-min flows) and
+#: ``packet`` (:class:`reactccl.packetsim.PacketNetwork`, ns-3 with REACT §7.3's DCTCP; needs reactccl[ns3]).
+ENGINES = ("fluid", "packet")
+
+
+def make_network(engine: str, *args: Any, **kwargs: Any):
+    """The network of ``engine`` built with :class:`SimulatedNetwork`'s arguments.
+
+    Raises:
+        ValueError: unknown engine; PacketSimUnavailable: ``packet`` without ns-3.
+    """
+    if engine == "fluid":
+        return SimulatedNetwork(*args, **kwargs)
+    if engine == "packet":
+        from ..packetsim import PacketNetwork  # optional: imports ns-3 only when built
+
+        return PacketNetwork(args[0], "dctcp", *args[1:], start_rule="step", **kwargs)  # netsim's default order
+    raise ValueError(f"engine {engine!r}: unknown; known: {', '.join(ENGINES)}")
+
+
 def _same(a: CollectivePattern, b: CollectivePattern) -> bool:
     return a is b or (np.array_equal(a.src, b.src) and np.array_equal(a.dst, b.dst))
 
@@ -106,13 +126,13 @@ class ArmDriver:
     """
 
     def __init__(self, scenario: Scenario, react: Sequence[bool], name: str = "",
-                 params: Mapping[str, Any] | None = None) -> None:
+                 params: Mapping[str, Any] | None = None, engine: str = "fluid") -> None:
         if len(react) != len(scenario.jobs):
             raise ValueError(f"run_arm: {len(react)} REACT flags for {len(scenario.jobs)} jobs")
-        self.scenario, self.name = scenario, name
-        self.network = SimulatedNetwork(topology(scenario.topology), scenario.background(),
-                                        dict(scenario.degrade) or None, scenario.ecmp_ports, scenario.seed,
-                                        reference_placement=np.asarray(scenario.jobs[0].placement))
+        self.scenario, self.name, self.engine = scenario, name, engine
+        self.network = make_network(engine, topology(scenario.topology), scenario.background(),
+                                    dict(scenario.degrade) or None, scenario.ecmp_ports, scenario.seed,
+                                    reference_placement=np.asarray(scenario.jobs[0].placement))
         self.policies: list[Any] = []
         for k, (job, on) in enumerate(zip(scenario.jobs, react)):
             pattern = generate(job.algorithm, job.ranks)
@@ -157,10 +177,10 @@ class ArmDriver:
 
 
 def run_arm(scenario: Scenario, react: Sequence[bool], name: str = "", params: Mapping[str, Any] | None = None,
-            on_epoch: Callable[[int], None] | None = None) -> ArmRun:
+            on_epoch: Callable[[int], None] | None = None, engine: str = "fluid") -> ArmRun:
     """Run all jobs of ``scenario`` for ``scenario.epochs`` epochs (see :class:`ArmDriver`);
     ``on_epoch(e)`` is called after each epoch (progress bars)."""
-    drv = ArmDriver(scenario, react, name, params)
+    drv = ArmDriver(scenario, react, name, params, engine)
     for e in range(scenario.epochs):
         drv.step()
         if on_epoch is not None:
@@ -174,8 +194,8 @@ def _log_counts(policy: Any) -> dict[str, int]:
     return {"decisions": len(log), "reverts": sum(d.kind == "revert" for d in log)}
 
 
-def run_scenario(scenario: Scenario, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Run every arm of ``scenario``; a JSON-ready result.
+def run_scenario(scenario: Scenario, params: Mapping[str, Any] | None = None, engine: str = "fluid") -> dict[str, Any]:
+    """Run every arm of ``scenario`` on ``engine`` (:data:`ENGINES`); a JSON-ready result.
 
     Returns:
         ``{"scenario": Scenario.to_json(), "arms": {name: {"jobs": [metrics + changes per job],
@@ -186,7 +206,7 @@ def run_scenario(scenario: Scenario, params: Mapping[str, Any] | None = None) ->
     arms: dict[str, Any] = {}
     metrics: dict[str, list[dict[str, float]]] = {}
     for name, react in scenario.arms:
-        run = run_arm(scenario, react, name, params)
+        run = run_arm(scenario, react, name, params, engine=engine)
         m = [epoch_metrics(run.durations[:, k], j.message_bytes, scenario.warmup) | {"changes": run.changes[k]}
              | _log_counts(run.policies[k]) for k, j in enumerate(scenario.jobs)]
         metrics[name] = m
@@ -196,4 +216,7 @@ def run_scenario(scenario: Scenario, params: Mapping[str, Any] | None = None) ->
            for name, m in metrics.items() if name != scenario.arms[0][0]}
     p95 = {name: [improvement(m[k]["p95_algbw"], base[k]["p95_algbw"]) for k in range(len(base))]
            for name, m in metrics.items() if name != scenario.arms[0][0]}
-    return {"scenario": scenario.to_json(), "arms": arms, "improvement": imp, "p95_improvement": p95}
+    out = {"scenario": scenario.to_json(), "arms": arms, "improvement": imp, "p95_improvement": p95}
+    if engine != "fluid":
+        out["engine"] = engine
+    return out

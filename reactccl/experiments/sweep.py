@@ -2,7 +2,10 @@
 
 Scenarios are independent, so a sweep maps :func:`reactccl.experiments.runner.run_scenario`
 over them with a :class:`concurrent.futures.ProcessPoolExecutor` (``jobs`` workers; ``jobs=1``
-runs in this process). Results come back in scenario order whatever order they finish in.
+runs in this process), or, with ``cluster=``, as tasks on a Dask distributed cluster (optional
+extra ``reactccl[cluster]``: a pure-Python wheel whose futures API matches the pool's, with
+``dask scheduler`` / ``dask worker ADDRESS`` to span machines; Ray would bring a large binary
+runtime for the same map). Results come back in scenario order whatever order they finish in.
 """
 
 from __future__ import annotations
@@ -35,17 +38,59 @@ def _progress(console: Console | None) -> Progress:
                     TimeElapsedColumn(), console=console, transient=False)
 
 
+def _dask_client(cluster: str):
+    """A Dask client: ``auto`` starts a local cluster (one single-threaded worker process per usable
+    CPU), anything else is a scheduler address such as ``tcp://10.0.0.5:8786``.
+
+    Raises:
+        ValueError: Dask is not installed (names the extra).
+    """
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError("--cluster needs Dask's distributed scheduler: pip install 'reactccl[cluster]'") from None
+    if cluster == "auto":
+        return Client(LocalCluster(n_workers=default_jobs(), threads_per_worker=1, processes=True,
+                                   dashboard_address=None))
+    return Client(cluster)
+
+
+def _run_on_dask(scenarios: Sequence[Scenario], params, engine: str, cluster: str, bar, task) -> list[dict]:
+    client = _dask_client(cluster)
+    from distributed import as_completed as dask_completed
+
+    try:
+        futures = [client.submit(run_scenario, sc, params, engine, pure=False, key=f"scenario-{i}")
+                   for i, sc in enumerate(scenarios)]
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list[dict | None] = [None] * len(scenarios)
+        for fut in dask_completed(futures):
+            i = index[fut.key]
+            results[i] = fut.result()
+            if bar:
+                sc = scenarios[i]
+                bar.update(task, advance=1, description=f"{sc.experiment} {sc.setting_dict} #{sc.index}")
+        return results
+    finally:
+        client.close()
+
+
 def run_sweep(scenarios: Sequence[Scenario], jobs: int | None = None, params: Mapping[str, Any] | None = None,
-              progress: bool = True, console: Console | None = None, label: str = "scenarios") -> list[dict]:
+              progress: bool = True, console: Console | None = None, label: str = "scenarios",
+              engine: str = "fluid", cluster: str | None = None) -> list[dict]:
     """Run every scenario (all its arms); results in the order of ``scenarios``.
 
     Args:
         jobs: worker processes (default :func:`default_jobs`); 1 runs serially here.
         params: REACT parameters for every controller (:class:`reactccl.tuner.ReactParams` names).
+        engine: ``fluid`` or ``packet`` (:data:`reactccl.experiments.runner.ENGINES`).
+        cluster: ``None`` (the process pool), ``"auto"`` (a local Dask cluster) or a Dask scheduler
+            address (``tcp://host:8786``, a multi-machine cluster); scenarios are independent tasks,
+            so results are the same as the pool's for the same seeds.
         progress: show a rich progress bar (on ``console``).
 
     Raises:
-        ValueError: ``jobs`` < 1. Errors raised inside a scenario propagate.
+        ValueError: ``jobs`` < 1; ``cluster`` without Dask installed. Errors raised inside a scenario propagate.
     """
     jobs = default_jobs() if jobs is None else int(jobs)
     if jobs < 1:
@@ -56,14 +101,16 @@ def run_sweep(scenarios: Sequence[Scenario], jobs: int | None = None, params: Ma
     if bar:
         bar.start()
     try:
-        if jobs == 1 or len(scenarios) <= 1:
+        if cluster is not None:
+            results = _run_on_dask(scenarios, params, engine, cluster, bar, task)
+        elif jobs == 1 or len(scenarios) <= 1:
             for i, sc in enumerate(scenarios):
-                results[i] = run_scenario(sc, params)
+                results[i] = run_scenario(sc, params, engine)
                 if bar:
                     bar.advance(task)
         else:
             with ProcessPoolExecutor(max_workers=min(jobs, len(scenarios))) as pool:
-                futures = {pool.submit(run_scenario, sc, params): i for i, sc in enumerate(scenarios)}
+                futures = {pool.submit(run_scenario, sc, params, engine): i for i, sc in enumerate(scenarios)}
                 for fut in as_completed(futures):
                     results[futures[fut]] = fut.result()
                     if bar:

@@ -125,7 +125,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
                    progress: Callable[[int], None] | None = None,
                    controller: Callable[[CollectivePattern], Any] | None = None,
                    order: str = "step", header_efficiency: float = 1.0,
-                   engine: str | None = None) -> SimulationResult:
+                   engine: str | None = None,
+                   executor: Callable[..., Any] | None = None) -> SimulationResult:
     """Simulate ``epochs`` epochs of a collective and summarise them.
 
     Args:
@@ -150,6 +151,10 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
             :class:`~reactccl.netsim.network.SimulatedNetwork`.
         engine: ``"compiled"`` or ``"python"`` (the reference engine); ``None``: the default
             (:func:`~reactccl.netsim.network.default_engine`).
+        executor: optional factory with :class:`SimulatedCluster`'s arguments returning another
+            executor with ``run_epoch`` and a ``network`` exposing ``long_lived`` and ``bulks``
+            (e.g. :class:`reactccl.packetsim.PacketCluster`); default the fluid simulator. It gets
+            ``start_rule=order``; ``header_efficiency`` and ``engine`` apply to the fluid simulator only.
 
     Raises:
         PatternError, TopologyError, BackgroundError, UnitError: a bad input, named.
@@ -168,8 +173,12 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     hosts = place_ranks(topo, pattern.num_ranks, placement, seed=seed)
     specs = [parse_background(b, hosts) if isinstance(b, str) else b for b in background]
     rates = degrade_rates(topo, degrade, seed)
-    cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed,
-                               order=order, header_efficiency=header_efficiency, engine=engine)
+    if executor is None:
+        cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports,
+                                   seed=seed, order=order, header_efficiency=header_efficiency, engine=engine)
+    else:
+        cluster = executor(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed,
+                           start_rule=order)
     durations, algbw, busbw = np.empty(epochs), np.empty(epochs), np.empty(epochs)
     best: list[dict] = []
     traces: list[EpochTrace] = []
