@@ -132,4 +132,4 @@ def test_demo_says_when_the_after_pattern_is_no_tree():
     show(res, console)
     text = console.export_text()
     assert note in text.replace("\n", " ") or note[:60] in text
-    assert "t0: 0>1+" in text
+    assert "t0: " in text and " | t1: " in text   # per-step view: tN: src>dst+ (reduce) / = (copy)
