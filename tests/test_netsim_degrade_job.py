@@ -43,3 +43,14 @@ def test_job_degrade_errors_are_named():
         job_degrade(topo, [0, 1], 3, 30e9)
     with pytest.raises(BackgroundError, match="missing field 'rate'"):
         parse_degrade("job:k=1", topo, hosts=[0, 1])
+
+
+def test_cli_degrade_job_draws_from_the_job_paths(capsys):
+    import json
+
+    from reactccl.cli.main import main
+    argv = ["simulate", "-a", "nccl-tree", "-n", "8", "-t", "fat-tree:k=4", "-s", "2MB", "-e", "2",
+            "--degrade", "job:k=1:rate=30G", "--seed", "3", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["degraded"]) == 2 and set(doc["degraded"].values()) == {30e9}   # one cable, both directions

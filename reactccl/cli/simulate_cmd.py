@@ -284,7 +284,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "bulk:src=h12,dst=h3,bytes=5MB,period=2ms[,phase=1ms] (repeatable; a bulk must offer "
                         "bytes*8/period below its path's capacity: 5MB/2ms = 20 Gbps)")
     p.add_argument("--degrade", "-d", action="append", metavar="SPEC",
-                   help="random:k=2:rate=30G (k random cables, both directions) | cable=5:rate=30G (both "
+                   help="random:k=2:rate=30G (k random cables, both directions) | job:k=1:rate=30G (k random "
+                        "cables on the job's own paths, so the job surely meets them) | cable=5:rate=30G (both "
                         "directions of cable 5) | link=12:rate=30G (directed link 12 only); rate <= the link's "
                         "capacity; ids from --list-links (repeatable)")
     p.add_argument("--list-links", action="store_true",

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..netsim import LongLived, RandomPairs, resolve_background
+from ..netsim.background import job_cables
 from ..topology import Topology, parse_topology
 
 __all__ = ["JobSpec", "Scenario", "PAPER", "scenario_seed", "topology", "random_pairs_scenario",
@@ -153,18 +154,6 @@ def random_pairs_scenario(experiment: str, setting: Sequence[tuple[str, Any]], i
                     ecmp_ports=ecmp_ports, epochs=epochs, warmup=warmup)
 
 
-def _path_cables(topo: Topology, place: Sequence[int]) -> np.ndarray:
-    """Cables (rows of ``topo.cables()``) on any fewest-hop path between two of ``place``'s hosts."""
-    used: set[int] = set()
-    for s in place:
-        for d in place:
-            if s != d:
-                used.update(np.unique(np.concatenate(topo.shortest_paths(s, d))).tolist())
-    cables = topo.cables()
-    keep = np.isin(cables[:, 0], list(used)) | np.isin(cables[:, 1], list(used))
-    return cables[keep]
-
-
 def degraded_scenario(experiment: str, setting: Sequence[tuple[str, Any]], index: int, base_seed: int,
                       topology_spec: str, algorithm: str, rate: float, cables: int, *,
                       ranks: int = PAPER["ranks"], message_bytes: float = PAPER["message_bytes"],
@@ -184,7 +173,7 @@ def degraded_scenario(experiment: str, setting: Sequence[tuple[str, Any]], index
     topo = topology(topology_spec)
     rng = np.random.default_rng([seed, 11])
     place = _random_hosts(rng, np.arange(topo.num_hosts), ranks, topology_spec)
-    pool = _path_cables(topo, place)
+    pool = job_cables(topo, place)
     if not 1 <= cables <= len(pool):
         raise ValueError(f"{experiment}: cables must be in 1..{len(pool)} (cables on the job's paths), got {cables}")
     pick = pool[np.sort(rng.choice(len(pool), size=cables, replace=False))]

@@ -118,14 +118,15 @@ def _split(flat: list, ptr: np.ndarray, kind: type = list) -> list:
 
 
 def degrade_rates(topology: Topology, degrade: Mapping[int, float] | str | Sequence[str] | None,
-                  seed: int = 0) -> dict[int, float]:
-    """``{link_id: bit/s}`` from a mapping or from degrade specs (spec ``i`` drawn with ``seed + i``)."""
+                  seed: int = 0, hosts: Sequence[int] | np.ndarray | None = None) -> dict[int, float]:
+    """``{link_id: bit/s}`` from a mapping or from degrade specs (spec ``i`` drawn with ``seed + i``;
+    ``hosts``, the job's host ids, for ``job:`` specs that draw from the job's own cables)."""
     if degrade is None or isinstance(degrade, Mapping):
         return dict(degrade or {})
     specs = [degrade] if isinstance(degrade, str) else list(degrade)
     rates: dict[int, float] = {}
     for i, spec in enumerate(specs):
-        rates.update(parse_degrade(spec, topology, seed=seed + i))
+        rates.update(parse_degrade(spec, topology, seed=seed + i, hosts=hosts))
     return rates
 
 

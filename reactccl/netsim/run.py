@@ -172,7 +172,7 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     message = parse_bytes(size, "size")
     hosts = place_ranks(topo, pattern.num_ranks, placement, seed=seed)
     specs = [parse_background(b, hosts) if isinstance(b, str) else b for b in background]
-    rates = degrade_rates(topo, degrade, seed)
+    rates = degrade_rates(topo, degrade, seed, hosts=hosts)
     if executor is None:
         cluster = SimulatedCluster(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports,
                                    seed=seed, order=order, header_efficiency=header_efficiency, engine=engine)
