@@ -41,6 +41,7 @@ BAD = [
     ("simulate -a ring -n 4 --react --param X=1 --epochs 2", "--param X"),
     ("simulate -a nosuch -n 4", "nosuch"),
     ("sp metrics sp-allreduce --option k", "--option: expected KEY=VALUE"),
+    ("sp ksp --fabric torus:4x4 --ks 99", "--ks 99: a k-SP depth bound is in 1..H = 4"),
     ("sp metrics sp-allreduce --link-rate 400", "did you mean 400Gbps"),
     ("sp metrics nosuch", "nosuch"),
     ("sp ksp --fabric torus:3x4", "equal sides"),

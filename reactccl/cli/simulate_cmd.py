@@ -25,6 +25,7 @@ from ..netsim import BackgroundError, SimulationError, SimulationResult, run_sim
 from ..packetsim.native import PacketSimError, PacketSimUnavailable
 from ..pattern import CollectivePattern, PatternError
 from ..topology import TopologyError, UnitError, parse_topology
+from ..topology.units import parse_bytes
 from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
 from ._common import deprecated_alias
@@ -197,6 +198,7 @@ def _check_args(args) -> None:
     for flag in ("algorithm", "ranks"):
         if getattr(args, flag) is None:
             raise ValueError(f"--{flag}: required (unless --list-links)")
+    parse_bytes(args.size, "--size")   # named as the user typed it (run_simulation says "size")
     if args.seed < 0:
         raise ValueError(f"--seed: expected a non-negative integer, got {args.seed}")
     if args.slowest < 0:

@@ -203,6 +203,10 @@ def _ksp(args) -> int:
                            f"got {fab.label}")
     geom = TorusGeometry(fab.shape)
     ks = _int_list(args.ks, "--ks") if args.ks else list(range(1, geom.diameter + 1))
+    bad = [k for k in ks if not 1 <= k <= geom.diameter]
+    if bad:
+        raise PatternError(f"--ks {bad[0]}: a k-SP depth bound is in 1..H = {geom.diameter} on {fab.label} "
+                           f"(k = H is SP-allreduce itself; a larger k builds the same trees)")
     if fab.num_nodes <= VERIFY_LIMIT:
         _size_guard("k-sp-allreduce", fab, args.max_memory)  # beyond: by symmetry, nothing materialised
     else:
