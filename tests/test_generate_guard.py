@@ -87,3 +87,16 @@ def test_sp_sweeps_on_huge_tori_refused_up_front(capsys, argv, tmp_path):
     assert "Traceback" not in cap.err
     assert any("k-SP k=1 on torus 1000x1000: its transversal routes cover 4,000,000,000 links, about 417.2 GiB"
                in line and "refused before starting" in line for line in msg), msg
+
+
+def test_tree_sweep_time_is_bounded_before_work(monkeypatch):
+    from reactccl.cli.sp_cmd import _fabric
+    from reactccl.experiments import sp_goodput
+    from reactccl.experiments.sp_goodput import check_tree_sweep
+    fab = _fabric("torus:256x256")
+    with pytest.raises(PatternError, match="k=1 on torus 256x256: .* GiB"):
+        check_tree_sweep(fab, [1, 2, 3, 4, 5])                    # memory first (the smallest k's routes)
+    check_tree_sweep(fab, [1, 2, 3, 4, 5], max_bytes=1 << 40)     # 145 M route links in all: allowed
+    monkeypatch.setattr(sp_goodput, "MAX_SWEEP_LINKS", 100_000_000)
+    with pytest.raises(PatternError, match=r"k-SP sweep over k = 1, 2, 3, 4, 5 on torus 256x256: its routes cover 146,213,760 links in all, about 1 min"):
+        check_tree_sweep(fab, [1, 2, 3, 4, 5], max_bytes=1 << 40)  # memory allowed: time still bounded
