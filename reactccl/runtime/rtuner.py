@@ -182,12 +182,17 @@ class RTuner:
         """Hand epoch ``epoch``'s records (one per call of the collective) to the tuner thread."""
         self._inbox.put((epoch, records))
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, timeout: float | None = None) -> None:
         """Stop the tuner thread (a round in progress finishes or times out), then destroy the
-        control group. Idempotent; a control-plane failure after this began is not reported."""
+        control group. Idempotent; a control-plane failure after this began is not reported.
+
+        ``timeout`` (default: the control-plane ``timeout``, which also bounds every exchange)
+        is how long to wait for the thread. The group is destroyed only once the thread has
+        ended: destroying it under a thread still inside a Gloo exchange aborts the process
+        (std::terminate), which a loaded machine showed with the old 5 s wait."""
         self._closing = True
         self._inbox.put(_STOP)
-        self._thread.join(timeout)
+        self._thread.join(self.timeout if timeout is None else timeout)
         if not self._thread.is_alive() and self._group_alive():
             try:
                 dist.destroy_process_group(self.group)
