@@ -130,7 +130,25 @@ def degrade_rates(topology: Topology, degrade: Mapping[int, float] | str | Seque
     return rates
 
 
-class SimulatedNetwork:
+class ResolvedBackground:
+    """The background a network resolved at its first epoch, read back (shared by
+    :class:`SimulatedNetwork` and :class:`reactccl.packetsim.PacketNetwork`, which keep it
+    as ``self._resolved = (long_lived, bulks)`` or None before the first epoch)."""
+
+    _resolved: tuple | None = None
+
+    @property
+    def long_lived(self) -> list[tuple[int, int]]:
+        """Resolved long-lived background flows as ``(src_host, dst_host)`` (after the first epoch)."""
+        return [] if self._resolved is None else list(self._resolved[0])
+
+    @property
+    def bulks(self) -> list[Bulk]:
+        """Resolved bulk sources with host ids (after the first epoch)."""
+        return [] if self._resolved is None else list(self._resolved[1])
+
+
+class SimulatedNetwork(ResolvedBackground):
     """A network that runs epochs of one or more jobs together, with background traffic.
 
     Args:
@@ -211,16 +229,6 @@ class SimulatedNetwork:
             self._resolved = resolve_background(specs, self.topology, ref, self.seed)
             self._bulk_next = [b.phase for b in self._resolved[1]]
         return self._resolved
-
-    @property
-    def long_lived(self) -> list[tuple[int, int]]:
-        """Resolved long-lived background flows as ``(src_host, dst_host)`` (after the first epoch)."""
-        return [] if self._resolved is None else list(self._resolved[0])
-
-    @property
-    def bulks(self) -> list[Bulk]:
-        """Resolved bulk sources with host ids (after the first epoch)."""
-        return [] if self._resolved is None else list(self._resolved[1])
 
     def background_paths(self) -> list[np.ndarray]:
         """Link ids of each resolved long-lived flow: ECMP with key ``(-1, i, 0)``, one path for the

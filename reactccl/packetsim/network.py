@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..netsim.background import Background, Bulk, bulk_path, parse_background, resolve_background
-from ..netsim.network import Job, _check_message, _hosts, degrade_rates
+from ..netsim.network import Job, ResolvedBackground, _check_message, _hosts, degrade_rates
 from ..pattern import CollectivePattern
 from ..topology import Topology
 from ..trace import EpochTrace
@@ -56,7 +56,7 @@ DEFAULT_TIME_LIMIT = 1.0
 _current: list["PacketNetwork"] = []
 
 
-class PacketNetwork:
+class PacketNetwork(ResolvedBackground):
     """A packet-level network that runs epochs of one or more jobs (the packet twin of
     :class:`reactccl.netsim.SimulatedNetwork`, same arguments and :meth:`run_jobs`).
 
@@ -170,16 +170,6 @@ class PacketNetwork:
         for i, b in enumerate(bulks):
             cid = self._open(("bulk", i), b.src, b.dst, bulk_path(self.topology, b, i))
             self._net.AddBulk(cid, float(b.nbytes), max(b.phase - now, 0.0), float(b.period))
-
-    @property
-    def long_lived(self) -> list[tuple[int, int]]:
-        """Resolved long-lived background flows as ``(src_host, dst_host)`` (after the first epoch)."""
-        return [] if self._resolved is None else list(self._resolved[0])
-
-    @property
-    def bulks(self) -> list[Bulk]:
-        """Resolved bulk sources with host ids (after the first epoch)."""
-        return [] if self._resolved is None else list(self._resolved[1])
 
     # -------------------------------------------------------------------- epochs
     def _settle(self) -> None:
