@@ -24,7 +24,8 @@ from ..trace import EpochTrace
 from .metrics import epoch_metrics, improvement
 from .scenario import Scenario, topology
 
-__all__ = ["ENGINES", "make_network", "Policy", "StaticPolicy", "ReactPolicy", "ArmRun", "ArmDriver", "run_arm", "run_scenario"]
+__all__ = ["ENGINES", "make_network", "Policy", "StaticPolicy", "ReactPolicy", "ArmRun", "ArmDriver", "run_arm", "run_scenario",
+           "run_scenario_arm", "combine_arms"]
 
 
 class Policy(Protocol):
@@ -194,6 +195,51 @@ def _log_counts(policy: Any) -> dict[str, int]:
     return {"decisions": len(log), "reverts": sum(d.kind == "revert" for d in log)}
 
 
+def run_scenario_arm(scenario: Scenario, arm: int, params: Mapping[str, Any] | None = None,
+                     engine: str = "fluid") -> dict[str, Any]:
+    """Run arm ``arm`` (an index into ``scenario.arms``) alone: the unit a sweep hands to a worker.
+
+    Arms are independent (each builds its own network from the scenario's seed), so running
+    them in separate processes gives what :func:`run_scenario` gives in one.
+
+    Returns:
+        ``{"name": arm name, "jobs": [metrics + changes per job], "epoch_times": [[s per job] per epoch]}``.
+
+    Raises:
+        IndexError: ``arm`` is not an arm of the scenario; errors of :func:`run_arm`.
+    """
+    if not 0 <= arm < len(scenario.arms):
+        raise IndexError(f"arm {arm}: the scenario has {len(scenario.arms)} arms")
+    name, react = scenario.arms[arm]
+    run = run_arm(scenario, react, name, params, engine=engine)
+    m = [epoch_metrics(run.durations[:, k], j.message_bytes, scenario.warmup) | {"changes": run.changes[k]}
+         | _log_counts(run.policies[k]) for k, j in enumerate(scenario.jobs)]
+    return {"name": name, "jobs": m, "epoch_times": run.durations.round(9).tolist()}
+
+
+def combine_arms(scenario: Scenario, arms: Sequence[Mapping[str, Any]], engine: str = "fluid") -> dict[str, Any]:
+    """The scenario's result (see :func:`run_scenario`) from its arms' results, in arm order.
+
+    Raises:
+        ValueError: the arms are not the scenario's, in its order.
+    """
+    names = [a["name"] for a in arms]
+    if names != [n for n, _ in scenario.arms]:
+        raise ValueError(f"combine_arms: got arms {names}, the scenario has {[n for n, _ in scenario.arms]}")
+    metrics = {a["name"]: a["jobs"] for a in arms}
+    base = metrics[names[0]]
+    imp = {name: [improvement(m[k]["mean_algbw"], base[k]["mean_algbw"]) for k in range(len(base))]
+           for name, m in metrics.items() if name != names[0]}
+    p95 = {name: [improvement(m[k]["p95_algbw"], base[k]["p95_algbw"]) for k in range(len(base))]
+           for name, m in metrics.items() if name != names[0]}
+    out = {"scenario": scenario.to_json(), "arms": {a["name"]: {"jobs": a["jobs"], "epoch_times": a["epoch_times"]}
+                                                    for a in arms},
+           "improvement": imp, "p95_improvement": p95}
+    if engine != "fluid":
+        out["engine"] = engine
+    return out
+
+
 def run_scenario(scenario: Scenario, params: Mapping[str, Any] | None = None, engine: str = "fluid") -> dict[str, Any]:
     """Run every arm of ``scenario`` on ``engine`` (:data:`ENGINES`); a JSON-ready result.
 
@@ -203,20 +249,5 @@ def run_scenario(scenario: Scenario, params: Mapping[str, Any] | None = None, en
         "p95_improvement": {arm: [% per job]}}`` where improvements compare mean algbw
         (and p95 algbw) of each arm with the first (baseline) arm after the warm-up.
     """
-    arms: dict[str, Any] = {}
-    metrics: dict[str, list[dict[str, float]]] = {}
-    for name, react in scenario.arms:
-        run = run_arm(scenario, react, name, params, engine=engine)
-        m = [epoch_metrics(run.durations[:, k], j.message_bytes, scenario.warmup) | {"changes": run.changes[k]}
-             | _log_counts(run.policies[k]) for k, j in enumerate(scenario.jobs)]
-        metrics[name] = m
-        arms[name] = {"jobs": m, "epoch_times": run.durations.round(9).tolist()}
-    base = metrics[scenario.arms[0][0]]
-    imp = {name: [improvement(m[k]["mean_algbw"], base[k]["mean_algbw"]) for k in range(len(base))]
-           for name, m in metrics.items() if name != scenario.arms[0][0]}
-    p95 = {name: [improvement(m[k]["p95_algbw"], base[k]["p95_algbw"]) for k in range(len(base))]
-           for name, m in metrics.items() if name != scenario.arms[0][0]}
-    out = {"scenario": scenario.to_json(), "arms": arms, "improvement": imp, "p95_improvement": p95}
-    if engine != "fluid":
-        out["engine"] = engine
-    return out
+    return combine_arms(scenario, [run_scenario_arm(scenario, a, params, engine) for a in range(len(scenario.arms))],
+                        engine)

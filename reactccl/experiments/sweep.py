@@ -1,11 +1,16 @@
 """Run many scenarios in parallel with a progress bar, and aggregate their improvements per setting.
 
-Scenarios are independent, so a sweep maps :func:`reactccl.experiments.runner.run_scenario`
-over them with a :class:`concurrent.futures.ProcessPoolExecutor` (``jobs`` workers; ``jobs=1``
-runs in this process), or, with ``cluster=``, as tasks on a Dask distributed cluster (optional
+Scenarios, and the arms of one scenario (each arm builds its own network from the scenario's
+seed), are independent, so a sweep maps :func:`reactccl.experiments.runner.run_scenario_arm`
+over every (scenario, arm) with a :class:`concurrent.futures.ProcessPoolExecutor` (``jobs``
+workers; ``jobs=1`` runs in this process) and joins each scenario's arms when its last one is
+back (:func:`~reactccl.experiments.runner.combine_arms`); or, with ``cluster=``, as tasks on a
+Dask distributed cluster (optional
 extra ``reactccl[cluster]``: a pure-Python wheel whose futures API matches the pool's, with
 ``dask scheduler`` / ``dask worker ADDRESS`` to span machines; Ray would bring a large binary
 runtime for the same map). Results come back in scenario order whatever order they finish in.
+A task per arm, not per scenario, halves the longest task of a two-arm packet-level sweep
+(one ns-3 arm is minutes) and keeps every worker busy when there are fewer scenarios than workers.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .metrics import summarize
-from .runner import run_scenario
+from .runner import combine_arms, run_scenario, run_scenario_arm
 from .scenario import Scenario
 
 __all__ = ["run_sweep", "aggregate", "default_jobs"]
@@ -55,22 +60,37 @@ def _dask_client(cluster: str):
     return Client(cluster)
 
 
-def _run_on_dask(scenarios: Sequence[Scenario], params, engine: str, cluster: str, bar, task) -> list[dict]:
+class _Joiner:
+    """Collects arm results per scenario; a scenario is done (bar advanced) with its last arm."""
+
+    def __init__(self, scenarios: Sequence[Scenario], engine: str, bar, task) -> None:
+        self.scenarios, self.engine, self.bar, self.task = scenarios, engine, bar, task
+        self.arms: list[list[dict | None]] = [[None] * len(sc.arms) for sc in scenarios]
+        self.results: list[dict | None] = [None] * len(scenarios)
+
+    def tasks(self) -> list[tuple[int, int]]:
+        """Every (scenario index, arm index)."""
+        return [(i, a) for i, sc in enumerate(self.scenarios) for a in range(len(sc.arms))]
+
+    def add(self, i: int, a: int, result: dict) -> None:
+        self.arms[i][a] = result
+        if all(r is not None for r in self.arms[i]):
+            sc = self.scenarios[i]
+            self.results[i] = combine_arms(sc, self.arms[i], self.engine)
+            if self.bar:
+                self.bar.update(self.task, advance=1, description=f"{sc.experiment} {sc.setting_dict} #{sc.index}")
+
+
+def _run_on_dask(scenarios: Sequence[Scenario], params, engine: str, cluster: str, joiner: _Joiner) -> None:
     client = _dask_client(cluster)
     from distributed import as_completed as dask_completed
 
     try:
-        futures = [client.submit(run_scenario, sc, params, engine, pure=False, key=f"scenario-{i}")
-                   for i, sc in enumerate(scenarios)]
-        index = {f.key: i for i, f in enumerate(futures)}
-        results: list[dict | None] = [None] * len(scenarios)
+        futures = [client.submit(run_scenario_arm, scenarios[i], a, params, engine, pure=False,
+                                 key=f"scenario-{i}-arm-{a}") for i, a in joiner.tasks()]
+        index = {f.key: ia for f, ia in zip(futures, joiner.tasks())}
         for fut in dask_completed(futures):
-            i = index[fut.key]
-            results[i] = fut.result()
-            if bar:
-                sc = scenarios[i]
-                bar.update(task, advance=1, description=f"{sc.experiment} {sc.setting_dict} #{sc.index}")
-        return results
+            joiner.add(*index[fut.key], fut.result())
     finally:
         client.close()
 
@@ -85,8 +105,9 @@ def run_sweep(scenarios: Sequence[Scenario], jobs: int | None = None, params: Ma
         params: REACT parameters for every controller (:class:`reactccl.tuner.ReactParams` names).
         engine: ``fluid`` or ``packet`` (:data:`reactccl.experiments.runner.ENGINES`).
         cluster: ``None`` (the process pool), ``"auto"`` (a local Dask cluster) or a Dask scheduler
-            address (``tcp://host:8786``, a multi-machine cluster); scenarios are independent tasks,
-            so results are the same as the pool's for the same seeds.
+            address (``tcp://host:8786``, a multi-machine cluster); every (scenario, arm) is an
+            independent task, so results are the same as the pool's, and as a serial run's, for
+            the same seeds.
         progress: show a rich progress bar (on ``console``).
 
     Raises:
@@ -95,30 +116,29 @@ def run_sweep(scenarios: Sequence[Scenario], jobs: int | None = None, params: Ma
     jobs = default_jobs() if jobs is None else int(jobs)
     if jobs < 1:
         raise ValueError(f"jobs: expected >= 1, got {jobs}")
-    results: list[dict | None] = [None] * len(scenarios)
     bar = _progress(console) if progress else None
     task = bar.add_task(label, total=len(scenarios)) if bar else None
+    joiner = _Joiner(scenarios, engine, bar, task)
     if bar:
         bar.start()
     try:
         if cluster is not None:
-            results = _run_on_dask(scenarios, params, engine, cluster, bar, task)
-        elif jobs == 1 or len(scenarios) <= 1:
+            _run_on_dask(scenarios, params, engine, cluster, joiner)
+        elif jobs == 1 or len(joiner.tasks()) <= 1:
             for i, sc in enumerate(scenarios):
-                results[i] = run_scenario(sc, params, engine)
+                joiner.results[i] = run_scenario(sc, params, engine)
                 if bar:
                     bar.advance(task)
         else:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(scenarios))) as pool:
-                futures = {pool.submit(run_scenario, sc, params, engine): i for i, sc in enumerate(scenarios)}
+            todo = joiner.tasks()
+            with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+                futures = {pool.submit(run_scenario_arm, scenarios[i], a, params, engine): (i, a) for i, a in todo}
                 for fut in as_completed(futures):
-                    results[futures[fut]] = fut.result()
-                    if bar:
-                        bar.advance(task)
+                    joiner.add(*futures[fut], fut.result())
     finally:
         if bar:
             bar.stop()
-    return [r for r in results if r is not None]
+    return [r for r in joiner.results if r is not None]
 
 
 def aggregate(results: Sequence[dict], job_names: Sequence[str] | None = None) -> list[dict[str, Any]]:
