@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import logging
 import time
 import zlib
 from collections import OrderedDict
@@ -71,6 +72,8 @@ from .schedule import Schedule, SliceOp, build_schedule, choose_parts, one_recei
 from .waiters import Waiters
 from .records import LocalRecord, assemble_trace, record_from_wire, record_to_wire
 from .wire import all_gather_json
+
+log = logging.getLogger("reactccl.runtime")
 
 __all__ = ["RCollective", "FlowTimeoutError", "MismatchError", "pattern_digest", "TAG_BASE"]
 
@@ -278,9 +281,14 @@ class RCollective:
         self.clock_offset = clock_offset(group if group is not None else self.group)
         return self.clock_offset
 
-    def close(self) -> None:
-        """Stop the waiter threads (idle ones at once)."""
-        self._pool.close()
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the waiter threads and wait up to ``timeout`` seconds for them (idle ones end
+        at once): none may still be running when the interpreter exits (see
+        :mod:`.waiters`). A thread still blocked on a failed peer is named in a warning."""
+        stuck = self._pool.close(timeout)
+        if stuck:
+            log.warning("rank %d: %d waiter thread(s) still blocked after %g s at close: %s", self.rank,
+                        len(stuck), timeout, ", ".join(stuck))
 
     # ------------------------------------------------------------ helpers
     def _schedule(self, numel: int, element_size: int, stepwise: bool) -> Schedule:
