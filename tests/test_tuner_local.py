@@ -82,6 +82,23 @@ def test_a_slowed_link_is_steady_on_exactly_the_flows_crossing_it():
     assert not c.erratic.any()
 
 
+def test_a_much_slower_flow_is_steady_however_noisy_the_executor():
+    # Gloo-like noise: every flow's FCT alternates 3x between epochs (noise floor ~0.5); flow 0
+    # runs 30x slower than the others in every epoch (a rank whose sends leave 30 ms late)
+    p = generate("ring", 4)
+    F = p.num_flows
+    traces = []
+    for e in range(6):
+        fct = np.where((np.arange(F) + e) % 2 == 0, 0.5e-3, 1.5e-3)
+        fct[0] = 30e-3
+        traces.append(_trace(p, fct, e))
+    c = detect_congestion(p, traces)
+    assert c.noise == pytest.approx(0.5)                  # std/mean of throughputs 1 and 1/3
+    # (1 - 0.2) / (1 + 2 x 0.5) = 0.4 of the class mean; a subtracted margin, 1 - 0.2 - 2 x 0.5,
+    # is below 0 and would detect nothing
+    assert np.flatnonzero(c.steady).tolist() == [0] and not c.erratic.any()
+
+
 # ------------------------------------------------------------------ estimator
 def test_mean_concurrency_by_hand():
     got = mean_concurrency(np.array([0, 0, 1, 1]), np.array([0.0, 1.0, 0.0, 1.0]), np.array([2.0, 3.0, 4.0, 3.0]))
@@ -106,6 +123,28 @@ def test_link_model_by_hand():
     assert m.predict(q, q.flow_bytes(S)) == pytest.approx([t, t, 2 * t, 3 * t])
     assert estimated_epoch(q, m, q.flow_bytes(S)) == pytest.approx(5 * t)
     assert estimated_epoch(p, m, p.flow_bytes(S)) == pytest.approx(6 * t)
+
+
+def test_a_sender_into_a_congested_receiver_is_not_blamed_for_its_slow_epochs():
+    # ring: rank 1 sends only to rank 2, whose receive link carries 2 extra flows (3t); in two
+    # of six epochs one flow into 2 is slower still (5t), more than the receive link explains.
+    # Counted over rank 1's flows (explained ones as 0 excess) that is no load on 1's send link;
+    # over the unexplained flows alone its send link got an extra flow (ps[1] = 1).
+    p = generate("ring", 4)
+    t = p.flow_bytes(S)[0] * 8 / C
+    into2 = np.flatnonzero(p.dst == 2)
+    obs = []
+    for e in range(6):
+        fct = np.full(p.num_flows, t)
+        fct[into2] = 3 * t
+        if e in (1, 4):
+            fct[into2[e % len(into2)]] = 5 * t
+        tr = _trace(p, fct, e)
+        obs.append((tr.pattern, tr.start, tr.end, tr.flow_bytes))
+    m = LinkModel(4, obs)
+    assert m.line_rate == pytest.approx(C)
+    assert m.ps.tolist() == pytest.approx([0, 0, 0, 0])
+    assert m.pr.tolist() == pytest.approx([0, 0, 2, 0])
 
 
 def test_search_finds_the_known_best_move():
@@ -158,6 +197,18 @@ def test_trial_verdict_by_hand():
     assert v == "keep" and t > 2
     with pytest.raises(ValueError, match="epoch times"):
         trial_verdict([], [1.0], 0.02)
+
+
+def test_a_trial_needs_a_gain_its_test_can_confirm():
+    # batch times 0.9, 1.1 (cv = 0.1095), 12 epochs of the current pattern, trials of at most
+    # 3 x 6 epochs: z x cv x sqrt(1/12 + 1/18) with z = 2
+    from types import SimpleNamespace
+    ctrl = ReactController(generate("nccl-tree", 8), ReactParams())
+    ctrl.current_times.extend([1.0] * 12)
+    batch = [SimpleNamespace(duration=d) for d in [0.9, 1.1] * 3]
+    cv = np.std([0.9, 1.1] * 3, ddof=1)
+    assert ctrl._detectable(batch) == pytest.approx(2 * cv * np.sqrt(1 / 12 + 1 / 18))   # 0.0816
+    assert ctrl._detectable([SimpleNamespace(duration=1.0)] * 6) == 0.0
 
 
 def test_no_congestion_with_noise_makes_no_change():

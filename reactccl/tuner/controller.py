@@ -56,8 +56,8 @@ class ReactController:
     :class:`~reactccl.tuner.estimate.LinkModel` to the H-epoch FCT history and searches
     (:func:`~reactccl.tuner.local.local_search`, ``params.search = "local"``) for the placement
     with the lowest estimated epoch time; it is tried when the estimate is (1 + ε) faster and
-    also beats the batch's own epoch-time spread (twice its coefficient of variation), so
-    noise alone never starts a trial. ``search = "greedy"`` runs Algorithm 1 instead.
+    the gain is one the trial's test can confirm against the batch's epoch-time spread
+    (:meth:`_detectable`), so noise alone never starts a trial. ``search = "greedy"`` runs Algorithm 1 instead.
 
     Judging a trial (``params.verdict = "test"``): :func:`~reactccl.tuner.verdict.trial_verdict`
     compares the trial's epoch times with the previous pattern's (its last batches and the
@@ -260,9 +260,7 @@ class ReactController:
         snap = self.viable.snapshot()
         res = local_search(self.placement, model, batch[-1].flow_bytes, self.viable, banned, banned_keys,
                            P.max_moves, max(P.max_evals, P.eval_work // max(pat.num_flows, 1)))
-        times = np.array([t.duration for t in batch])
-        cv = float(times.std(ddof=1) / times.mean()) if len(times) > 1 and times.mean() > 0 else 0.0
-        need = 1.0 + max(P.epsilon, 2.0 * cv)
+        need = 1.0 + max(P.epsilon, self._detectable(batch))
         if not res.moves or res.gain <= need:
             self.viable.restore(snap)
             self.rounds_without_gain += 1
@@ -278,6 +276,20 @@ class ReactController:
                      estimated_epoch_gain=res.gain, measured_before=measured)
         self._start_trial(d, res.moves, snap, evidence, after)
         return self._decide(e, after, d)
+
+    def _detectable(self, batch: list[EpochTrace]) -> float:
+        """The smallest relative gain the trial's test can confirm: z x the batch's coefficient of
+        variation of epoch times x sqrt(1/n_prev + 1/n_trial), with n_prev the current pattern's
+        epochs kept for the verdict and n_trial the most epochs a trial may run. A smaller
+        estimated gain is not tried: noise alone never starts a trial, and a trial the test
+        could not tell from noise would be judged by its sign only."""
+        P = self.params
+        times = np.array([t.duration for t in batch])
+        if len(times) < 2 or times.mean() <= 0:
+            return 0.0
+        cv = float(times.std(ddof=1) / times.mean())
+        n_prev = max(len(self.current_times), len(times))
+        return P.z * cv * float(np.sqrt(1.0 / n_prev + 1.0 / (P.B * P.max_trial_batches)))
 
     def _start_trial(self, d: Decision, swaps: list[Swap], viable_before: dict, evidence: tuple,
                      after: Placement) -> None:

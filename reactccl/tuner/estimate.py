@@ -24,10 +24,12 @@ Fitting, from the history of ``(pattern, fct, bytes)`` observations:
 1. ``C``: the 90th percentile of ``x x max(out, in)`` (observed concurrency) over all flows (most flows of a job run
    uncongested, sharing only with the job's own flows).
 2. ``pr[d]``: the ``q``-quantile over the flows into ``d`` of ``n - in`` (>= 0): extra load on a
-   receive link shows in every flow into it. ``ps[s]`` likewise over the flows out of ``s`` that
-   the receive side does not already explain (``n > 1.1 (in + pr[d])``); then ``pr`` is fitted
-   again over the flows the send side does not explain. A rank that only ever sends to a
-   congested receiver is thus not blamed for it.
+   receive link shows in every flow into it. ``ps[s]`` likewise over the flows out of ``s``,
+   where a flow the receive side already explains (``n <= 1.1 (in + pr[d])``) counts as 0
+   excess; then ``pr`` is fitted again with the flows the send side explains counted as 0. A
+   rank that only ever sends to a congested receiver is thus not blamed for it, even when a
+   few of those flows are slower than the receiver explains (real TCP flows into a shared
+   downlink are: a quantile over the unexplained flows alone blamed their senders).
 3. ``g[s, d]``: the mean over the pair's observations of ``n / max(out + ps, in + pr)``, at least
    1, shrunk toward the mean ``g0`` of that ratio over all observed flows by twice its standard
    error (a pair differs from the fabric's typical cost only as far as its evidence beats its
@@ -101,10 +103,13 @@ def _fit(N: int, s: np.ndarray, d: np.ndarray, o: np.ndarray, i: np.ndarray, x: 
     line_rate = float(np.percentile(x * np.maximum(o, i), 90))
     n = line_rate / x
     pr = np.maximum(_group_quantile(d, n - i, N, q), 0.0)
+    # a flow the other side explains shows no excess on this side: its excess counts as 0, and
+    # the quantile runs over all of the rank's flows (over the unexplained ones alone, a few
+    # slow epochs of flows into a congested receiver would blame their sender)
     free_r = n > 1.1 * (i + pr[d])
-    ps = np.maximum(_group_quantile(s[free_r], (n - o)[free_r], N, q), 0.0)
+    ps = np.maximum(_group_quantile(s, np.where(free_r, n - o, 0.0), N, q), 0.0)
     free_s = n > 1.1 * (o + ps[s])
-    pr = np.maximum(_group_quantile(d[free_s], (n - i)[free_s], N, q), 0.0)
+    pr = np.maximum(_group_quantile(d, np.where(free_s, n - i, 0.0), N, q), 0.0)
     base = np.maximum(o + ps[s], i + pr[d])
     ratio = np.maximum(n / base, 1.0)
     key = s * N + d
