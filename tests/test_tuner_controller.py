@@ -27,6 +27,10 @@ class _SlowPositions(SyntheticExecutor):
         return t
 
 
+# the present (paper) tuner: Algorithm 1's greedy swaps, one batch mean against 5%
+PAPER = dict(search="greedy", verdict="mean", tau_r=0.05)
+
+
 def _pair(pattern, epochs=60, params=None, **kw):
     base = run_baseline(SyntheticExecutor(**kw), pattern, epochs)
     react = run_react(SyntheticExecutor(**kw), pattern, epochs, params)
@@ -35,7 +39,7 @@ def _pair(pattern, epochs=60, params=None, **kw):
 
 def test_steady_congestion_into_a_rank_is_evaded():
     p = generate("nccl-tree", 8)
-    base, react = _pair(p, slow_into={3: 3.0})
+    base, react = _pair(p, slow_into={3: 3.0}, params=ReactParams(**PAPER))
     assert react.stats(25)["mean_s"] < 0.9 * base.stats(25)["mean_s"]
     first = react.decisions[0]
     assert first.kind == "transform" and first.epoch == 5 and first.effective_epoch == 11   # B=6, L=5
@@ -72,7 +76,7 @@ def test_every_pattern_verifies_and_ranks_switch_together():
 
 def test_a_trial_without_measured_gain_is_reverted():
     p = generate("nccl-tree", 8)
-    react = run_react(_SlowPositions({0: 3.0}), p, 60)        # flow 0: 0>1 at step 0 (tree 1)
+    react = run_react(_SlowPositions({0: 3.0}), p, 60, ReactParams(**PAPER))   # flow 0: 0>1 at step 0 (tree 1)
     reverts = [d for d in react.decisions if d.kind == "revert"]
     assert reverts
     r = reverts[0]
@@ -91,11 +95,14 @@ def test_no_congestion_no_change():
 
 def test_erratic_congestion_is_reported_as_erratic():
     p = generate("ring", 8)
-    _, react = _pair(p, epochs=40, erratic={2: (0.5, 4.0)}, seed=3)
+    _, react = _pair(p, epochs=40, erratic={2: (0.5, 4.0)}, seed=3, params=ReactParams(**PAPER))
     kinds = {d["kind"] for dec in react.decisions for d in dec.detected}
     assert "erratic" in kinds
     # a ring gets only ① swaps (Table 1)
     assert {s["symbol"] for dec in react.decisions for s in dec.swaps} <= {"①"}
+    # every rank of a ring receives once per step: the local search sees that no move helps
+    _, local = _pair(p, epochs=40, erratic={2: (0.5, 4.0)}, seed=3)
+    assert len(local.decisions) == 0
 
 
 def test_seeded_runs_repeat_and_logs_serialise():
@@ -131,7 +138,7 @@ def test_fruitless_exploration_stops_then_is_forced_again():
     # at 38 (from 44): E_max = 2 fruitless rounds, so REACT sticks; after E_max batches without
     # exploring (44-49, 50-55) it explores again at 55.
     p = generate("nccl-tree", 8)
-    react = run_react(_SlowPositions({0: 3.0}), p, 120, ReactParams(E_max=2))
+    react = run_react(_SlowPositions({0: 3.0}), p, 120, ReactParams(E_max=2, **PAPER))
     got = [(d.kind, d.epoch, d.effective_epoch) for d in react.decisions][:6]
     assert got == [("transform", 5, 11), ("revert", 16, 22), ("transform", 27, 33), ("revert", 38, 44),
                    ("transform", 55, 61), ("revert", 66, 72)]

@@ -34,14 +34,15 @@ def test_steady_and_erratic_flows_found_from_fcts_only():
     for e in range(6):
         fct = np.full(F, 1e-3)
         fct[0] = 2e-3                            # half throughput in every epoch: steady
-        fct[5] = 1e-3 if e % 2 == 0 else 1.5e-3  # throughput T, T/1.5 alternating: nstd 0.2
+        fct[5] = 1.2e-3 if e % 2 == 0 else 1.8e-3  # throughput T/1.2, T/1.8 alternating: nstd 0.2
         traces.append(_trace(p, fct, e))
     c = detect_congestion(p, traces, 0.2, 0.15)
     T = 0.25e6 * 8 / 1e-3                        # 2 Gbit/s
     assert c.mean[1] == pytest.approx(T)
-    # class mean: 22 flows at T, flow 0 at T/2, flow 5 at (T + T/1.5)/2
-    assert c.degree_mean[0] == pytest.approx((22 * T + T / 2 + (T + T / 1.5) / 2) / 24)
-    assert c.nstd[5] == pytest.approx((T - T / 1.5) / 2 / ((T + T / 1.5) / 2))   # 0.2
+    # class mean: 22 flows at T, flow 0 at T/2, flow 5 at (T/1.2 + T/1.8)/2
+    assert c.degree_mean[0] == pytest.approx((22 * T + T / 2 + (T / 1.2 + T / 1.8) / 2) / 24)
+    assert c.nstd[5] == pytest.approx((T / 1.2 - T / 1.8) / 2 / ((T / 1.2 + T / 1.8) / 2))   # 0.2
+    assert c.noise == 0.0                        # the median flow does not vary
     assert np.flatnonzero(c.steady).tolist() == [0]
     assert np.flatnonzero(c.erratic).tolist() == [5]
     assert c.kind(0) == "steady" and c.kind(5) == "erratic" and c.kind(1) == "none"

@@ -114,12 +114,20 @@ def test_unseen_pair_from_a_congested_sender_is_predicted_slow():
 
 def test_no_trial_when_the_congested_sender_already_sends_least():
     # rank 0 is tree 0's root and a leaf of tree 1: it sends one flow per tree, the fewest any
-    # position sends, so no swap can help. Before the floor REACT tried ③ 0<->4 (estimated x1.4,
-    # measured x1.000) and reverted it, twice in 60 epochs.
+    # position sends, so no single greedy swap helps. Before the floor Algorithm 1 tried ③ 0<->4
+    # (estimated x1.4, measured x1.000) and reverted it, twice in 60 epochs.
     p = generate("nccl-tree", 8)
-    react = run_react(SyntheticExecutor(slow_out={0: 3.0}), p, 60)
+    paper = ReactParams(search="greedy", verdict="mean", tau_r=0.05)
+    react = run_react(SyntheticExecutor(slow_out={0: 3.0}), p, 60, paper)
     assert len(react.decisions) == 0
     assert np.allclose(react.durations, react.durations[0])
+    # the local search moves rank 0's sends off the critical path with several ③ swaps at once
+    # (its first trial measured x1.27 here) and keeps it; later trials that lose are reverted
+    local = run_react(SyntheticExecutor(slow_out={0: 3.0}), p, 60)
+    first = local.decisions[0]
+    assert first.kind == "transform" and len(first.swaps) > 1 and not first.reverted
+    assert first.measured_gain > 1.2
+    assert local.stats(30)["mean_s"] < react.stats(30)["mean_s"] / 1.15
 
 
 def test_ring_under_steady_congestion_is_left_alone():

@@ -1,12 +1,15 @@
-"""REACT's tuner: congestion detection, safe transforms, pruning, critical paths, the analytical
-estimator and the batch feedback loop (react.md §5, A.2–A.5).
+"""REACT's tuner: congestion detection, safe transforms, pruning, critical paths, the estimators
+(Algorithm 1's FctModel, the LinkModel of the local search), trial verdicts and the batch
+feedback loop (react.md §5, A.2–A.5).
 
 Pure logic on patterns and traces: imports :mod:`reactccl.pattern` and :mod:`reactccl.trace`
 only, so it drives the simulator and real ranks alike through ``run_epoch(pattern) -> EpochTrace``.
 """
 
 from .controller import ReactController
-from .detect import Congestion, detect_congestion, throughput_matrix
+from .detect import Congestion, detect_congestion, noise_floor, throughput_matrix
+from .estimate import LinkModel, mean_concurrency
+from .local import LocalResult, estimated_epoch, local_search
 from .equivalence import (
     SwapSet, apply_window_swap, brute_force_viable_swaps, candidate_windows, find_viable_swaps, window_mask,
 )
@@ -18,13 +21,14 @@ from .search import (
     Attempt, CongestedNode, SearchResult, apply_transforms, candidate_swaps, congested_nodes, transform_table,
 )
 from .transforms import DegreeTable, Placement, Swap, Transform, TunerError, ViableSwaps
+from .verdict import trial_verdict
 
 __all__ = [
     "Attempt", "CongestedNode", "Congestion", "CriticalPath", "Decision", "DecisionLog", "DegreeTable",
-    "FctModel", "Placement", "ReactController", "ReactParams", "ReactRun", "SearchResult", "Swap", "SwapSet",
+    "FctModel", "LinkModel", "LocalResult", "Placement", "ReactController", "ReactParams", "ReactRun", "SearchResult", "Swap", "SwapSet",
     "Transform", "TunerError", "ViableSwaps", "apply_transforms", "apply_window_swap",
     "brute_force_viable_swaps", "candidate_swaps", "candidate_windows", "congested_nodes", "critical_path",
     "detect_congestion", "find_viable_swaps", "path_time", "run_baseline", "run_react", "throughput_matrix",
-    "transform_table",
-    "window_mask",
+    "transform_table", "window_mask", "estimated_epoch", "local_search", "mean_concurrency", "noise_floor",
+    "trial_verdict",
 ]

@@ -35,6 +35,9 @@ class Decision:
             then; for a revert: the restored pattern's last measured batch).
         reverted: this trial was undone because it did not gain (1 + τ_r).
         reverts: for kind "revert", the index of the decision it undid.
+        verdict_t: the keep/revert test statistic of a trial (> 0 favours keeping; see
+            :class:`~reactccl.tuner.controller.ReactController`), None for the mean rule.
+        trial_epochs: epochs the trial ran before its verdict.
     """
 
     epoch: int
@@ -52,6 +55,8 @@ class Decision:
     measured_after: float | None = None
     reverted: bool = False
     reverts: int | None = None
+    verdict_t: float | None = None
+    trial_epochs: int = 0
 
     @property
     def measured_gain(self) -> float | None:
@@ -68,7 +73,8 @@ class Decision:
                 "estimated_gain": self.estimated_gain, "estimated_epoch_gain": self.estimated_epoch_gain,
                 "measured_before_s": self.measured_before,
                 "measured_after_s": self.measured_after, "measured_gain": self.measured_gain,
-                "reverted": self.reverted, "reverts": self.reverts,
+                "reverted": self.reverted, "reverts": self.reverts, "verdict_t": self.verdict_t,
+                "trial_epochs": self.trial_epochs,
                 "pattern": {"src": self.pattern.src.tolist(), "dst": self.pattern.dst.tolist()}}
 
     def summary(self) -> str:
@@ -89,6 +95,10 @@ class Decision:
         for s in self.swaps:
             win = f" steps {s['t0']}..{s['t1']}" if s["t0"] is not None else ""
             g = f" graph {s['graph']}" if s["graph"] is not None else ""
+            if "node" not in s:           # a local-search move: estimated epoch time after it
+                lines.append(f"  {s['symbol']} swap {s['a']}<->{s['b']}{g}{win}: estimated epoch "
+                             f"{_t(s['est_after_s'])}")
+                continue
             lines.append(f"  {s['symbol']} swap {s['a']}<->{s['b']}{g}{win} for {s['node']['kind']} node "
                          f"(rank {s['node']['rank']}, step {s['node']['step']})"
                          f"{', lowers its degree' if s['lowers_degree'] else ''}: estimated "
@@ -97,6 +107,8 @@ class Decision:
         if self.estimated_epoch_gain:
             gain += f" (whole epoch x{self.estimated_epoch_gain:.3f})"
         meas = f", measured x{self.measured_gain:.3f}" if self.measured_gain else ""
+        if self.verdict_t is not None:
+            meas += f" over {self.trial_epochs} epochs (test t = {self.verdict_t:+.2f})"
         lines.append(f"  {gain}{meas} ({self.tried} swaps tried){'; REVERTED' if self.reverted else ''}")
         return "\n".join(lines)
 

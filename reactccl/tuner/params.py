@@ -24,10 +24,25 @@ class ReactParams:
         E_max: exploratory rounds without a kept improvement before REACT sticks to the pattern;
             after E_max·B epochs without exploration it explores again (5).
         A_max: most trial patterns over the whole run (None: unbounded).
-        tau_r: revert threshold τ_r: keep a new pattern only if the measured epoch time improves by
-            (1 + τ_r) (5%).
+        tau_r: revert threshold τ_r (paper 5% with its one-batch mean; 2% here, judged by the test):
+            keep a new pattern only if the measured epoch time improves by (1 + τ_r).
         apply_delay: L, epochs between a decision and the epoch every rank switches (§6.3: 5).
         seed: seed of the random choices among equally ranked swaps.
+        search: "local" (default): :func:`~reactccl.tuner.local.local_search` over ①②③ on the
+            fitted :class:`~reactccl.tuner.estimate.LinkModel`, many moves per decision; or
+            "greedy": the paper's Algorithm 1 (:func:`~reactccl.tuner.search.apply_transforms`).
+        max_moves, max_evals: local search limits (moves per decision, candidates scored).
+        eval_work: small patterns may score more candidates: ``max(max_evals, eval_work // F)``
+            for F flows (a candidate's cost grows with F).
+        noise_mult: Eq. 2 needs the flow's spread above δ2 + noise_mult x the noise floor
+            (:func:`~reactccl.tuner.detect.noise_floor`).
+        verdict: "test" (default): keep or revert a trial on a Welch test of the epoch times
+            (see :class:`~reactccl.tuner.controller.ReactController`); "mean": the paper's one
+            batch mean against (1 + τ_r).
+        z: the test's threshold (a one-sided z of 2: about 2.3% of noise-only trials misjudged).
+        max_trial_batches: batches a trial may run while the test is undecided.
+        ban_batches: batches a losing trial's moves stay banned at most (they lift earlier when the
+            congestion the model sees changes).
     """
 
     B: int = 6
@@ -40,12 +55,26 @@ class ReactParams:
     H: int = 60
     E_max: int = 5
     A_max: int | None = None
-    tau_r: float = 0.05
+    tau_r: float = 0.02
     apply_delay: int = 5
     seed: int = 0
+    search: str = "local"
+    max_moves: int = 8
+    max_evals: int = 320
+    eval_work: int = 100_000
+    noise_mult: float = 2.0
+    verdict: str = "test"
+    z: float = 2.0
+    max_trial_batches: int = 3
+    ban_batches: int = 20
 
     def __post_init__(self) -> None:
-        for name in ("B", "K_t", "K_max", "H", "E_max"):
+        if self.search not in ("local", "greedy"):
+            raise ValueError(f"ReactParams.search: expected 'local' or 'greedy', got {self.search!r}")
+        if self.verdict not in ("test", "mean"):
+            raise ValueError(f"ReactParams.verdict: expected 'test' or 'mean', got {self.verdict!r}")
+        for name in ("B", "K_t", "K_max", "H", "E_max", "max_moves", "max_evals", "max_trial_batches",
+                     "ban_batches", "eval_work"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"ReactParams.{name}: expected an integer >= 1, got {v!r}")
@@ -53,7 +82,7 @@ class ReactParams:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"ReactParams.{name}: expected an integer >= 0, got {v!r}")
-        for name in ("delta1", "delta2", "epsilon", "tau_r"):
+        for name in ("delta1", "delta2", "epsilon", "tau_r", "noise_mult", "z"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 <= v < 10):
                 raise ValueError(f"ReactParams.{name}: expected a number in [0, 10), got {v!r}")

@@ -1,8 +1,9 @@
 """Critical paths of a weighted TEN and the analytical FCT estimator (REACT §5.4.1).
 
 A flow may start once the flows it depends on (``CollectivePattern.dependencies``: earlier flows
-into its source touching its chunks) have finished; with edge weights = FCTs the epoch time of
-this model is the longest dependency chain, the critical path.
+into its source touching its chunks) have finished and, in step order, once its rank's sends of
+the previous sending step in the same chunk graph have finished; with edge weights = FCTs the
+epoch time of this model is the longest such chain, the critical path.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..pattern import CollectivePattern
+from ..pattern.order import check_order, send_groups
 
 __all__ = ["CriticalPath", "schedule", "critical_path", "FctModel", "path_time"]
 
@@ -36,43 +38,55 @@ class CriticalPath:
         return f"CriticalPath({self.flows.tolist()}, {self.length:.6g} s)"
 
 
-def schedule(pattern: CollectivePattern, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Data-driven finish times when flow ``f`` takes ``weights[f]`` seconds and starts when its
-    dependencies have finished: ``(finish (F,), pred (F,))`` where ``pred[f]`` is the dependency
-    that finished last (-1 for none; ties go to the lowest index).
+def schedule(pattern: CollectivePattern, weights: np.ndarray, order: str = "step") -> tuple[np.ndarray, np.ndarray]:
+    """Finish times when flow ``f`` takes ``weights[f]`` seconds and starts when its data
+    dependencies have finished and, in step order (``order="step"``, the executors' default,
+    :mod:`reactccl.pattern.order`), when its rank's sends of the previous sending step in the
+    same chunk graph have finished: ``(finish (F,), pred (F,))`` where ``pred[f]`` is the flow
+    that finished last among those it waited for (-1 for none; ties go to the lowest index).
+    ``order="data"``: data dependencies only.
 
     Raises:
-        ValueError: a shape mismatch or negative/non-finite weights.
+        ValueError: a shape mismatch, negative/non-finite weights or an unknown order.
     """
+    check_order(order)
     w = np.asarray(weights, dtype=np.float64)
     F = pattern.num_flows
     if w.shape != (F,):
         raise ValueError(f"schedule: weights of shape {w.shape}, pattern has {F} flows")
     if np.any(w < 0) or not np.all(np.isfinite(w)):
         raise ValueError("schedule: weights must be finite and >= 0")
-    finish = np.zeros(F)
-    pred = np.full(F, -1, dtype=np.int64)
     if F == 0:
-        return finish, pred
+        return np.zeros(0), np.full(0, -1, dtype=np.int64)
     ptr, idx = pattern.dependencies()
-    order = np.argsort(pattern.step, kind="stable")
-    cuts = np.flatnonzero(np.diff(pattern.step[order])) + 1
-    for sel in np.split(order, cuts):
-        n_dep = ptr[sel + 1] - ptr[sel]
-        has = n_dep > 0
-        start = np.zeros(len(sel))
-        if has.any():
-            s = sel[has]
-            cnt = n_dep[has]
-            seg = np.cumsum(cnt) - cnt
-            flat = idx[np.repeat(ptr[s] - seg, cnt) + np.arange(int(cnt.sum()))]
-            vals = finish[flat]
-            start[has] = np.maximum.reduceat(vals, seg)
-            is_max = vals == np.repeat(start[has], cnt)
-            first = np.minimum.reduceat(np.where(is_max, np.arange(len(vals)), len(vals)), seg)
-            pred[s] = flat[first]
-        finish[sel] = start + w[sel]
-    return finish, pred
+    # one pass in step order over plain lists: a few list operations per flow and dependency
+    # (numpy per step costs ~15 calls of overhead per step, 10x slower for the search's patterns)
+    ptr_l, idx_l, wl = ptr.tolist(), idx.tolist(), w.tolist()
+    order_l = np.argsort(pattern.step, kind="stable").tolist()
+    fin = [0.0] * F
+    pred_l = [-1] * F
+    if order == "step":
+        sg = send_groups(pattern)
+        group_l, prev_l = sg.group.tolist(), sg.prev.tolist()
+        gfin = [0.0] * sg.num_groups          # latest finish of each send group
+        glast = [-1] * sg.num_groups          # the flow that finished it
+    for f in order_l:
+        st, p = 0.0, -1
+        for j in range(ptr_l[f], ptr_l[f + 1]):
+            d = idx_l[j]
+            if p < 0 or fin[d] > st:
+                st, p = fin[d], d
+        if order == "step":
+            g = group_l[f]
+            pg = prev_l[g]
+            if pg >= 0 and gfin[pg] > st:
+                st, p = gfin[pg], glast[pg]
+        e = st + wl[f]
+        fin[f] = e
+        pred_l[f] = p
+        if order == "step" and (glast[g] < 0 or e > gfin[g]):
+            gfin[g], glast[g] = e, f
+    return np.asarray(fin), np.asarray(pred_l, dtype=np.int64)
 
 
 def critical_path(pattern: CollectivePattern, weights: np.ndarray) -> CriticalPath:

@@ -146,6 +146,23 @@ class Placement:
         Raises:
             TunerError: it does not compute the collective (a tuner bug; never emitted).
         """
+        q = self.unverified_pattern()
+        try:
+            verify(q)
+        except PatternError as exc:
+            raise TunerError(f"tuner produced an incorrect pattern: {exc}") from exc
+        return q
+
+    def unverified_pattern(self) -> CollectivePattern:
+        """:attr:`pattern` without :func:`verify`, for scoring candidates that are correct by
+        construction (viable swaps, ①) inside a search; what the tuner emits is always
+        :attr:`pattern`.
+
+        Raises:
+            TunerError: the arrays do not even form a pattern.
+        """
+        if "pattern" in self.__dict__:
+            return self.__dict__["pattern"]
         p = self.original
         fields: dict[str, Any] = {"src": self.src, "dst": self.dst}
         if p.collective.is_blocked and self._blocks is not None and np.any(self.kappa != np.arange(p.num_ranks)):
@@ -156,11 +173,9 @@ class Placement:
         if p.collective.needs_root:
             fields["root"] = int(self.kappa[p.root])
         try:
-            q = p.replace(**fields)
-            verify(q)
+            return p.replace(**fields)
         except PatternError as exc:
             raise TunerError(f"tuner produced an incorrect pattern: {exc}") from exc
-        return q
 
     def try_pattern(self) -> CollectivePattern | None:
         """:attr:`pattern`, or None when it fails verification."""
@@ -180,6 +195,10 @@ class Placement:
             for pos, rank in ((p.src[f], self.src[f]), (p.dst[f], self.dst[f])):
                 out.setdefault(f"g{p.flow_graph[f]} t{p.step[f]} p{pos}", set()).add(int(rank))
         return {k: sorted(v) for k, v in sorted(out.items())}
+
+    def key(self) -> bytes:
+        """A hashable identity of the placement (equal keys: same ranks at every position)."""
+        return self.src.tobytes() + self.dst.tobytes() + self.kappa.tobytes()
 
     def same_as(self, other: "Placement") -> bool:
         """True when both place the same ranks at every position."""
@@ -302,6 +321,10 @@ class ViableSwaps:
     def restore(self, state: dict) -> None:
         """Go back to a :meth:`snapshot`."""
         self._sets = dict(state)
+
+    def invalidate(self, graph: int) -> None:
+        """Forget graph ``graph``'s set (recomputed on the next :meth:`for_graph`)."""
+        self._sets.pop(int(graph), None)
 
     def update(self, placement_before: Placement, swap: Swap) -> None:
         """Account for ``swap`` applied to ``placement_before``."""

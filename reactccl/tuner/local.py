@@ -1,0 +1,218 @@
+"""Local search over REACT's move set for the best estimated whole-epoch time (§5.3, §5.4.1).
+
+Where Algorithm 1 (:mod:`.search`) accepts one greedy swap per congested node against the old
+critical paths, :func:`local_search` walks the placement space: at each step it scores every
+candidate move that touches a rank on the current *estimated* critical path — ③ window swaps and
+② chunk swaps from the exact viable sets, ① global swaps with the least loaded partners — by the
+estimated epoch time of the whole pattern (longest dependency chain with
+:class:`~reactccl.tuner.estimate.LinkModel` FCTs; plus 1% of the chunk graphs' mean finish time
+to break the plateau of equally critical graphs), and takes the best one (steepest descent),
+until no move improves, ``max_moves`` moves are made or ``max_evals`` candidates are scored.
+
+Pruning: only ranks on the estimated critical path are moved, hottest first (largest
+estimated share count beyond the pattern's own degree), at most ``hot`` of them per step; on
+large patterns only windows holding the rank's steps on the path (REACT's "position on the
+critical path"); ① partners are the ``partners`` ranks with the least extra load on their links. Moves in ``banned``
+and placements whose key is in ``banned_keys`` (trials that measured a loss) are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..pattern import CollectivePattern
+from .estimate import LinkModel, step_degrees
+from .paths import critical_path, schedule
+from .transforms import Placement, Swap, Transform, TunerError, ViableSwaps
+
+__all__ = ["LocalResult", "local_search", "estimated_epoch"]
+
+
+def estimated_epoch(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray) -> float:
+    """Estimated epoch time (s) of ``pattern``: longest dependency chain with predicted FCTs."""
+    return _estimate(pattern, model, flow_bytes)[0]
+
+
+def _estimate(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray) -> tuple[float, float]:
+    """(estimated epoch time, search score) in s. The score adds 1% of the mean finish time of the
+    chunk graphs: when two graphs are equally critical (the two trees of a double binary tree),
+    a move that speeds up one of them lowers the score, so the search can cross the plateau to
+    the move that speeds up the other."""
+    if not pattern.num_flows:
+        return 0.0, 0.0
+    finish = schedule(pattern, model.predict(pattern, flow_bytes))[0]
+    g = pattern.flow_graph
+    gmax = np.zeros(int(g.max()) + 1)
+    np.maximum.at(gmax, g, finish)
+    t = float(finish.max())
+    return t, t + 0.01 * float(gmax[gmax > 0].mean())
+
+
+@dataclass
+class LocalResult:
+    """Outcome of :func:`local_search`: the moves taken in order with the estimated epoch time
+    (s) after each, the final placement, the estimate before and after, and candidates scored."""
+
+    placement: Placement
+    moves: list[Swap] = field(default_factory=list)
+    estimates: list[float] = field(default_factory=list)
+    est_before: float = 0.0
+    est_after: float = 0.0
+    evals: int = 0
+
+    @property
+    def gain(self) -> float:
+        """est_before / est_after (> 1: estimated faster)."""
+        return self.est_before / self.est_after if self.est_after > 0 else 1.0
+
+
+def _hot_ranks(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray,
+               limit: int) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Ranks on the estimated critical path, hottest first (see the module docstring), each with
+    its (chunk graph, step) positions on the path."""
+    w = model.predict(pattern, flow_bytes)
+    path = critical_path(pattern, w).flows
+    if not path.size:
+        return []
+    o, i = step_degrees(pattern)
+    s, d = pattern.src[path], pattern.dst[path]
+    g = model.pair_factor[s * model.num_ranks + d]
+    # blame: a sender's heat is its send link's load over the flow's own sharing, a receiver's
+    # its receive link's; the pair's fabric factor counts for both
+    base = np.maximum(o[path], i[path])
+    blame = (g * (o[path] + model.ps[s]) / base, g * (i[path] + model.pr[d]) / base)
+    heat: dict[int, float] = {}
+    where: dict[int, list[tuple[int, int]]] = {}
+    for k, f in enumerate(path.tolist()):
+        for r, e in ((int(s[k]), float(blame[0][k])), (int(d[k]), float(blame[1][k]))):
+            heat[r] = max(heat.get(r, 0.0), e + w[f] * 1e-12)
+            where.setdefault(r, []).append((int(pattern.flow_graph[f]), int(pattern.step[f])))
+    return [(r, where[r]) for r in sorted(heat, key=lambda r: (-heat[r], r))[:limit]]
+
+
+def _moves(placement: Placement, pattern: CollectivePattern, viable: ViableSwaps, model: LinkModel,
+           ranks: list[tuple[int, list[tuple[int, int]]]], partners: int, all_windows: bool,
+           cap: int | None = None, rng: np.random.Generator | None = None) -> list[Swap]:
+    """Candidate moves of the hot ranks: ③/② windows of the rank in the chunk graphs where it is on
+    the path (all its windows there when ``all_windows``, else those holding one of its path
+    steps), then ① swaps with the least loaded partners; at most ``cap`` per rank (a seeded
+    random sample of its windows, the ① swaps always kept)."""
+    out: list[Swap] = []
+    seen: set[Swap] = set()
+    N = pattern.num_ranks
+    load = model.ps + model.pr
+    cool = sorted(range(N), key=lambda r: (load[r], r))
+    for r, spots in ranks:
+        mine: list[Swap] = []
+        for g, t in (sorted({(g, -1) for g, _ in spots}) if all_windows else spots):
+            s = viable.for_graph(placement, g)
+            for k in s.select(graph=g, rank=r, step=None if t < 0 else t).tolist():
+                y = int(s.b[k] if s.a[k] == r else s.a[k])
+                sw = (Swap(Transform.CHUNK, r, y, g) if s.full[k]
+                      else Swap(Transform.POSITION, r, y, g, int(s.t0[k]), int(s.t1[k])))
+                if sw not in seen:
+                    seen.add(sw)
+                    mine.append(sw)
+        glob = []
+        if placement.supports_global:
+            for y in [y for y in cool if y != r][:partners]:
+                sw = Swap(Transform.GLOBAL, min(r, y), max(r, y))
+                if sw not in seen:
+                    seen.add(sw)
+                    glob.append(sw)
+        if cap is not None and len(mine) + len(glob) > cap:
+            keep = max(cap - len(glob), 1)
+            pick = (rng or np.random.default_rng(0)).choice(len(mine), size=min(keep, len(mine)), replace=False)
+            mine = [mine[k] for k in np.sort(pick)]
+        out += glob + mine
+    return out
+
+
+def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray, viable: ViableSwaps,
+                 banned: set[Swap] | None = None, banned_keys: set[bytes] | None = None, max_moves: int = 8,
+                 max_evals: int = 2000, hot: int = 6, partners: int = 8, all_windows_upto: int = 16,
+                 score: Callable[[CollectivePattern], float] | None = None, seed: int = 0) -> LocalResult:
+    """Steepest-descent search over ①②③ moves from ``placement`` (see the module docstring).
+
+    Args:
+        placement: where the search starts (the current pattern).
+        model: the estimator; ``flow_bytes``: bytes per flow, shape ``(F,)``.
+        viable: the ②/③ viable sets of ``placement``; left describing the returned placement
+            (a graph changed by a ③ move is forgotten, to be recomputed when next needed).
+        banned, banned_keys: moves (in ``placement``'s labels) and placements not to use.
+        max_moves, max_evals: most moves taken / candidates scored.
+        hot, partners: pruning limits (ranks moved per step, ① partners per rank); ``hot >= N``
+            turns the pruning off (every rank, every window).
+        all_windows_upto: up to this many ranks every window of a hot rank in its path's chunk
+            graphs is a candidate; above it only windows holding one of its path steps.
+        score: scores a pattern in seconds instead of the estimator (e.g. measured epoch times,
+            for an oracle); lower is better.
+        seed: seeds the sample of a hot rank's windows when they are more than
+            ``max_evals / (2 hot)`` (large patterns).
+
+    Returns:
+        A :class:`LocalResult`; the placement's :attr:`~Placement.pattern` verifies.
+
+    Raises:
+        TunerError: the resulting pattern fails verification (a tuner bug).
+    """
+    banned, banned_keys = banned or set(), banned_keys or set()
+    scorer = (lambda q: (score(q), score(q))) if score is not None else (lambda q: _estimate(q, model, flow_bytes))
+    cur = placement
+    cur_pat = cur.pattern
+    res = LocalResult(cur)
+    rng = np.random.default_rng(seed)
+    res.est_before, best_val = scorer(cur_pat)
+    res.est_after = res.est_before
+    visited = {cur.key()}
+    stale: set[int] = set()
+    first = True
+    while len(res.moves) < max_moves and res.evals < max_evals:
+        if hot >= cur_pat.num_ranks:          # no pruning: every rank, every window (an oracle's climb)
+            graphs = sorted(set(cur_pat.flow_graph.tolist()))
+            ranks = [(r, [(g, -1) for g in graphs]) for r in range(cur_pat.num_ranks)]
+        else:
+            ranks = _hot_ranks(cur_pat, model, flow_bytes, hot)
+        best: tuple[float, Swap, Placement, CollectivePattern] | None = None
+        cap = None if hot >= cur_pat.num_ranks else max(16, max_evals // (2 * max(len(ranks), 1)))
+        for sw in _moves(cur, cur_pat, viable, model, ranks, partners, cur_pat.num_ranks <= all_windows_upto,
+                         cap, rng):
+            if res.evals >= max_evals:
+                break
+            if first and sw in banned:
+                continue
+            nxt = cur.apply(sw)
+            key = nxt.key()
+            if key in visited or key in banned_keys:
+                continue
+            visited.add(key)
+            try:
+                # from a graph's set made stale by an earlier ③ move: verify (cheap next to
+                # recomputing the set, which costs seconds on 256 ranks)
+                q = nxt.pattern if sw.graph in stale else nxt.unverified_pattern()
+            except TunerError:
+                continue
+            res.evals += 1
+            est, v = scorer(q)
+            if v < best_val * (1 - 1e-9) and (best is None or v < best[0]):
+                best = (v, est, sw, nxt)
+        if best is None:
+            break
+        best_val, est, sw, nxt = best
+        if sw.kind is Transform.POSITION:
+            stale.add(sw.graph)            # keep using the old set, verifying what it proposes
+        else:
+            viable.update(cur, sw)
+        cur = nxt
+        cur_pat = cur.pattern          # verified
+        res.moves.append(sw)
+        res.estimates.append(est)
+        res.est_after = est
+        first = False
+    for g in stale:
+        viable.invalidate(g)
+    res.placement = cur
+    return res
