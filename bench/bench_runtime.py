@@ -20,7 +20,7 @@ receive staged; ``-inplace``: copies not received in place;
 ``-direct``: small messages' receives waited for by pool threads, not the calling thread)
 and ``before`` (no staging decisions, no in-place receives, no direct mode: the executor's
 choices as they were before them, on today's driver; ``--before REV`` times the old code
-itself). On NCCL RCollective runs step by step (one ``batch_isend_irecv`` group per step),
+itself: the whole ``reactccl`` package of that revision, exported beside today's). On NCCL RCollective runs step by step (one ``batch_isend_irecv`` group per step),
 which has neither pipeline parts nor the direct mode, so only ``-stage``, ``-inplace`` and
 ``before`` are shown there.
 
@@ -63,14 +63,35 @@ def _methods(algorithms: list[str], ablations: bool, options: dict, cuda: bool) 
     return out
 
 
-def _load_old(rev: str, source: str):
-    """RCollective as it was at git revision ``rev`` (its relative imports resolve to today's
-    reactccl.runtime modules, which must still provide what it uses)."""
-    import types
-    mod = types.ModuleType(f"reactccl.runtime._rcollective_{rev}")
-    mod.__package__ = "reactccl.runtime"
-    exec(compile(source, f"rcollective.py@{rev}", "exec"), mod.__dict__)
-    return mod.RCollective
+def _export_old(rev: str, into: str) -> str:
+    """Write the ``reactccl`` package as it was at git revision ``rev`` under ``into`` as the
+    package ``reactccl_old`` (its imports are relative, so it runs as a whole, beside today's);
+    returns ``into``.
+
+    Raises:
+        RuntimeError: git cannot export ``rev``.
+    """
+    import subprocess
+    import tarfile
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tar = os.path.join(into, "old.tar")
+    got = subprocess.run(["git", "archive", "-o", tar, rev, "reactccl"], capture_output=True, text=True, cwd=repo,
+                         timeout=60)
+    if got.returncode:
+        raise RuntimeError(got.stderr.strip())
+    with tarfile.open(tar) as t:
+        t.extractall(into, filter="data")
+    os.rename(os.path.join(into, "reactccl"), os.path.join(into, "reactccl_old"))
+    return into
+
+
+def _load_old(path: str):
+    """``(RCollective, generate)`` of the package :func:`_export_old` wrote under ``path``."""
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import importlib
+    return importlib.import_module("reactccl_old.runtime").RCollective, \
+        importlib.import_module("reactccl_old.algorithms").generate
 
 
 def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps: int, rounds: int,
@@ -80,9 +101,9 @@ def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps:
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     rcs = {}
     if old is not None:
-        OldRC = _load_old(*old)
+        OldRC, old_generate = _load_old(old[1])
         for a in algorithms:
-            rcs[f"{a}@{old[0]}"] = OldRC(generate(a, world), timeout=120)
+            rcs[f"{a}@{old[0]}"] = OldRC(old_generate(a, world), timeout=120)
     rcs.update({name: RCollective(generate(a, world), timeout=120, **kw)
                 for name, (a, kw) in _methods(algorithms, ablations, options, cuda).items()})
     res = {}
@@ -156,17 +177,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="RCollective pipeline part size in bytes; 0 = off (default)")
     ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
     ap.add_argument("--before", metavar="REV", help="also time RCollective as it was at git revision REV "
-                    "(e.g. ad2fba4, before pipelining), side by side")
+                    "(the whole reactccl package of that revision, e.g. ad2fba4: before pipelining), side by side")
     args = ap.parse_args(argv)
     old = None
     if args.before:
-        import subprocess
-        src = subprocess.run(["git", "show", f"{args.before}:reactccl/runtime/rcollective.py"], capture_output=True,
-                             text=True, cwd=os.path.dirname(os.path.abspath(__file__)), timeout=60)
-        if src.returncode:
-            print(f"bench_runtime: --before {args.before}: {src.stderr.strip()}", file=sys.stderr)
+        import tempfile
+        tmp = tempfile.TemporaryDirectory(prefix="bench_runtime_")
+        try:
+            old = (args.before, _export_old(args.before, tmp.name))
+        except (RuntimeError, OSError) as e:
+            print(f"bench_runtime: --before {args.before}: {e}", file=sys.stderr)
             return 2
-        old = (args.before, src.stdout)
     if args.backend == "nccl":
         if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
             print("bench_runtime: --backend nccl needs 2 or more CUDA GPUs", file=sys.stderr)
