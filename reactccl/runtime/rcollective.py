@@ -193,7 +193,8 @@ class RCollective:
         self._pg = group if group is not None else dist.group.WORLD
         self.calls = 0
         self.clock_offset: float | None = None  # to rank 0's clock; see sync_clock
-        self.last_record: LocalRecord | None = None
+        self._raw: tuple | None = None
+        self._record: LocalRecord | None = None
         self.set_pattern(pattern)
 
     # ------------------------------------------------------------ pattern
@@ -224,6 +225,17 @@ class RCollective:
         self.digest = pattern_digest(pattern)
         self._hot = {}
 
+    @property
+    def last_record(self) -> LocalRecord | None:
+        """This rank's :class:`LocalRecord` of the last call (None before the first): its flows'
+        start/end times, built from the times the call kept when first asked for."""
+        if self._record is None and self._raw is not None:
+            epoch, enter, leave, sch, sent_t, recv_t, esize, digest, offset = self._raw
+            self._record = LocalRecord(self.rank, epoch, enter, leave, sch.send_flows,
+                                       np.array(sent_t, dtype=np.float64), sch.send_elems * esize, sch.recv_flows,
+                                       np.array(recv_t, dtype=np.float64), sch.numel * esize, digest, offset)
+        return self._record
+
     # --------------------------------------------------------------- call
     def __call__(self, tensor: torch.Tensor, epoch: int | None = None) -> torch.Tensor:
         """Run the collective in place on ``tensor`` (any shape; treated as flat).
@@ -253,12 +265,10 @@ class RCollective:
             sent_t, recv_t = (run_stepwise if stepwise else run_data)(self, flat, sch)
         if flat.data_ptr() != tensor.data_ptr():
             tensor.copy_(flat.view_as(tensor))
-        esize = flat.element_size()
-        self.last_record = LocalRecord(
-            self.rank, self.calls if epoch is None else int(epoch), enter, time.monotonic(),
-            sch.send_flows, np.array(sent_t, dtype=np.float64), sch.send_elems * esize,
-            sch.recv_flows, np.array(recv_t, dtype=np.float64),
-            flat.numel() * esize, self.digest, self.clock_offset or 0.0)
+        # the record is built when asked for (last_record): a call only keeps its times
+        self._raw = (self.calls if epoch is None else int(epoch), enter, time.monotonic(), sch, sent_t, recv_t,
+                     flat.element_size(), self.digest, self.clock_offset or 0.0)
+        self._record = None
         self.calls += 1
         return tensor
 
