@@ -40,6 +40,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from _old import export_old, load_old
 from reactccl.algorithms import generate
 from reactccl.runtime import RCollective
 from reactccl.runtime.local import run_local
@@ -63,37 +64,6 @@ def _methods(algorithms: list[str], ablations: bool, options: dict, cuda: bool) 
     return out
 
 
-def _export_old(rev: str, into: str) -> str:
-    """Write the ``reactccl`` package as it was at git revision ``rev`` under ``into`` as the
-    package ``reactccl_old`` (its imports are relative, so it runs as a whole, beside today's);
-    returns ``into``.
-
-    Raises:
-        RuntimeError: git cannot export ``rev``.
-    """
-    import subprocess
-    import tarfile
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    tar = os.path.join(into, "old.tar")
-    got = subprocess.run(["git", "archive", "-o", tar, rev, "reactccl"], capture_output=True, text=True, cwd=repo,
-                         timeout=60)
-    if got.returncode:
-        raise RuntimeError(got.stderr.strip())
-    with tarfile.open(tar) as t:
-        t.extractall(into, filter="data")
-    os.rename(os.path.join(into, "reactccl"), os.path.join(into, "reactccl_old"))
-    return into
-
-
-def _load_old(path: str):
-    """``(RCollective, generate)`` of the package :func:`_export_old` wrote under ``path``."""
-    if path not in sys.path:
-        sys.path.insert(0, path)
-    import importlib
-    return importlib.import_module("reactccl_old.runtime").RCollective, \
-        importlib.import_module("reactccl_old.algorithms").generate
-
-
 def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps: int, rounds: int,
            ablations: bool, options: dict, old: tuple | None = None) -> dict:
     cuda = dist.get_backend() == "nccl"
@@ -101,7 +71,7 @@ def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps:
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     rcs = {}
     if old is not None:
-        OldRC, old_generate = _load_old(old[1])
+        OldRC, old_generate = load_old(old[1], "runtime.RCollective", "algorithms.generate")
         for a in algorithms:
             rcs[f"{a}@{old[0]}"] = OldRC(old_generate(a, world), timeout=120)
     rcs.update({name: RCollective(generate(a, world), timeout=120, **kw)
@@ -184,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         import tempfile
         tmp = tempfile.TemporaryDirectory(prefix="bench_runtime_")
         try:
-            old = (args.before, _export_old(args.before, tmp.name))
+            old = (args.before, export_old(args.before, tmp.name))
         except (RuntimeError, OSError) as e:
             print(f"bench_runtime: --before {args.before}: {e}", file=sys.stderr)
             return 2
