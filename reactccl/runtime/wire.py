@@ -107,12 +107,11 @@ def _sizes(n: int, group, device: torch.device, max_bytes: int) -> list[int]:
 
 def _frame(data: bytes, device: torch.device) -> torch.Tensor:
     """``data``'s first frame: its length (int64, little-endian), then its first bytes."""
-    t = torch.zeros(INLINE_BYTES, dtype=torch.uint8)
-    t[:_HEAD] = torch.frombuffer(bytearray(len(data).to_bytes(_HEAD, "little")), dtype=torch.uint8)
+    buf = bytearray(INLINE_BYTES)
     head = data[:INLINE_BYTES - _HEAD]
-    if head:
-        t[_HEAD:_HEAD + len(head)] = torch.frombuffer(bytearray(head), dtype=torch.uint8)
-    return t.to(device)
+    buf[:_HEAD] = len(data).to_bytes(_HEAD, "little")
+    buf[_HEAD:_HEAD + len(head)] = head
+    return torch.frombuffer(buf, dtype=torch.uint8).to(device)
 
 
 def _length(frame: torch.Tensor, sender: int, max_bytes: int) -> int:
