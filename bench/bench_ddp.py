@@ -1,7 +1,8 @@
 """DDP training-step time: plain DDP vs our hook with REACT off vs REACT on, side by side in one run.
 
-    .venv/bin/python bench/bench_ddp.py                       # 4 Gloo ranks, ~1.1 M parameters, 4 buckets
+    .venv/bin/python bench/bench_ddp.py                       # 4 Gloo ranks, 765 k parameters, 3 buckets
     .venv/bin/python bench/bench_ddp.py --steps 40 --rounds 3 --algorithm ring
+    .venv/bin/python bench/bench_ddp.py --before dcc496e          # and that revision's hook, side by side
 
 Four copies of one small MLP (same initial weights) are wrapped in DDP on the same group:
 ``plain`` (DDP's own AllReduce hook), ``react-off`` (``enable_react(model, react=False)``:
@@ -10,7 +11,10 @@ the collective inside the hook, a completed future) and ``react-on`` (``enable_r
 tuner and default controller, no congestion). Every step each model runs one training step
 (forward, backward, SGD update) in a rotating order, after a barrier; the step's time is the
 slowest rank's. It prints the median step time of each and its ratio to ``plain`` as
-``median [min-max over rounds]``, plus the pattern changes REACT made.
+``median [min-max over rounds]``, the CPU time all ranks spent per step, plus the pattern changes
+REACT made. ``--before REV`` adds
+``react-off@REV`` and ``react-on@REV``: the same two with the ``reactccl`` package of git revision
+REV (exported beside today's, see ``bench/_old.py``).
 
 The machine's load moves single figures a lot (see ``bench_runtime.py``); read the ratios.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 
 import torch
@@ -27,6 +32,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import reactccl.torch as rt
+from _old import export_old, load_old
 from reactccl.runtime.local import run_local
 from reactccl.trace import format_time
 
@@ -49,7 +55,7 @@ def _sync_hook(state, bucket):
 
 
 def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb: float, algorithm: str,
-           batch: int) -> dict:
+           batch: int, old: tuple | None = None) -> dict:
     g = torch.Generator().manual_seed(rank)
     x = torch.randn(batch, 64, generator=g)
     y = torch.randn(batch, 8, generator=g)
@@ -61,6 +67,12 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
     models["sync-off"].register_comm_hook(sync, _sync_hook)
     models["react-on"] = DDP(_net(width), bucket_cap_mb=bucket_mb)
     on = rt.enable_react(models["react-on"], algorithm=algorithm, timeout=120)
+    olds = []
+    if old is not None:
+        old_enable, = load_old(old[1], "torch.enable_react")
+        for name, kw in (("react-off", dict(react=False)), ("react-on", {})):
+            models[f"{name}@{old[0]}"] = DDP(_net(width), bucket_cap_mb=bucket_mb)
+            olds.append(old_enable(models[f"{name}@{old[0]}"], algorithm=algorithm, timeout=120, **kw))
     opts = {k: torch.optim.SGD(m.parameters(), lr=1e-3) for k, m in models.items()}
     names = list(models)
 
@@ -73,17 +85,21 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
         for _ in range(2):
             step(k)
     per_round = {k: [] for k in names}
+    cpu = {k: [] for k in names}
     for rnd in range(rounds):
         times = {k: [] for k in names}
         for s in range(steps):
             k0 = (s + rnd) % len(names)
             for k in names[k0:] + names[:k0]:
                 dist.barrier()
-                t = time.perf_counter()
+                c, t = time.process_time(), time.perf_counter()
                 step(k)
-                dt = torch.tensor([time.perf_counter() - t], dtype=torch.float64)
-                dist.all_reduce(dt, op=dist.ReduceOp.MAX)
-                times[k].append(float(dt))
+                mine = torch.tensor([time.perf_counter() - t, time.process_time() - c], dtype=torch.float64)
+                every = [torch.empty_like(mine) for _ in range(world)]
+                dist.all_gather(every, mine)
+                every = torch.stack(every)
+                times[k].append(float(every[:, 0].max()))
+                cpu[k].append(float(every[:, 1].sum()))
         for k in names:
             per_round[k].append(times[k])
     buckets = off.rc.calls / max(off.epoch, 1)      # hook calls per backward pass
@@ -91,11 +107,10 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
     mine = torch.cat([p.detach().reshape(-1) for p in models["react-on"].parameters()])
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine)
-    res = dict(times=per_round, changes=len(on.changes), epochs=on.epoch, buckets=buckets, params=params,
+    res = dict(times=per_round, cpu={k: statistics.median(v) for k, v in cpu.items()}, changes=len(on.changes), epochs=on.epoch, buckets=buckets, params=params,
                identical=all(torch.equal(e, every[0]) for e in every))
-    on.close()
-    off.close()
-    sync.close()
+    for state in (on, off, sync, *olds):
+        state.close()
     return res
 
 
@@ -103,25 +118,38 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="DDP step time: plain vs REACT hook off/on")
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--steps", type=int, default=30, help="timed steps per model per round")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5, help="rounds (the ratios' spread is over rounds)")
     ap.add_argument("--width", type=int, default=600, help="hidden width (3 hidden layers)")
     ap.add_argument("--bucket-mb", type=float, default=1.0, help="DDP bucket_cap_mb")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--algorithm", default="nccl-tree")
+    ap.add_argument("--before", metavar="REV", help="also time the hook of git revision REV (off and on)")
     args = ap.parse_args(argv)
+    old = None
+    if args.before:
+        tmp = tempfile.TemporaryDirectory(prefix="bench_ddp_")
+        try:
+            old = (args.before, export_old(args.before, tmp.name))
+        except (RuntimeError, OSError) as e:
+            print(f"bench_ddp: --before {args.before}: {e}", file=sys.stderr)
+            return 2
     res = run_local(_child, args.ranks, args.steps, args.rounds, args.width, args.bucket_mb, args.algorithm,
-                    args.batch, timeout=3600, pg_timeout=300)
+                    args.batch, old, timeout=3600, pg_timeout=300)
     r0 = res[0]
     per_round = r0["times"]
     base = [statistics.median(r) for r in per_round["plain"]]
     print(f"DDP training step on {args.ranks} Gloo ranks: {r0['params']:,} parameters, {r0['buckets']:g} buckets, "
           f"batch {args.batch}, {args.algorithm}; {args.rounds} round(s) x {args.steps} steps, slowest rank")
-    print(f"{'model':>10} {'step':>10} {'ratio to plain':>22}")
+    w = max(map(len, per_round))
+    print(f"{'model':>{w}} {'step':>10} {'ratio to plain':>22} {'CPU/step':>10} {'CPU ratio':>9}")
     for k, v in per_round.items():
         med = statistics.median(t for r in v for t in r)
         ratios = [statistics.median(r) / b for r, b in zip(v, base)]
-        print(f"{k:>10} {format_time(med):>10} {statistics.median(ratios):>9.3f}x "
-              f"[{min(ratios):.3f}-{max(ratios):.3f}]")
+        print(f"{k:>{w}} {format_time(med):>10} {statistics.median(ratios):>9.3f}x "
+              f"[{min(ratios):.3f}-{max(ratios):.3f}] {format_time(r0['cpu'][k]):>10} "
+              f"{r0['cpu'][k] / r0['cpu']['plain']:>8.3f}x")
+    print("CPU/step: process CPU of every thread of all ranks together, median (less moved by other jobs than "
+          "the step time)")
     print(f"REACT on: {r0['changes']} pattern change(s) in {r0['epochs']} epochs; parameters identical on all "
           f"ranks: {all(r['identical'] for r in res)}")
     return 0

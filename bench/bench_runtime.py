@@ -20,7 +20,7 @@ receive staged; ``-inplace``: copies not received in place;
 ``-direct``: small messages' receives waited for by pool threads, not the calling thread)
 and ``before`` (no staging decisions, no in-place receives, no direct mode: the executor's
 choices as they were before them, on today's driver; ``--before REV`` times the old code
-itself). On NCCL RCollective runs step by step (one ``batch_isend_irecv`` group per step),
+itself: the whole ``reactccl`` package of that revision, exported beside today's). On NCCL RCollective runs step by step (one ``batch_isend_irecv`` group per step),
 which has neither pipeline parts nor the direct mode, so only ``-stage``, ``-inplace`` and
 ``before`` are shown there.
 
@@ -40,6 +40,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from _old import export_old, load_old
 from reactccl.algorithms import generate
 from reactccl.runtime import RCollective
 from reactccl.runtime.local import run_local
@@ -63,16 +64,6 @@ def _methods(algorithms: list[str], ablations: bool, options: dict, cuda: bool) 
     return out
 
 
-def _load_old(rev: str, source: str):
-    """RCollective as it was at git revision ``rev`` (its relative imports resolve to today's
-    reactccl.runtime modules, which must still provide what it uses)."""
-    import types
-    mod = types.ModuleType(f"reactccl.runtime._rcollective_{rev}")
-    mod.__package__ = "reactccl.runtime"
-    exec(compile(source, f"rcollective.py@{rev}", "exec"), mod.__dict__)
-    return mod.RCollective
-
-
 def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps: int, rounds: int,
            ablations: bool, options: dict, old: tuple | None = None) -> dict:
     cuda = dist.get_backend() == "nccl"
@@ -80,9 +71,9 @@ def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps:
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     rcs = {}
     if old is not None:
-        OldRC = _load_old(*old)
+        OldRC, old_generate = load_old(old[1], "runtime.RCollective", "algorithms.generate")
         for a in algorithms:
-            rcs[f"{a}@{old[0]}"] = OldRC(generate(a, world), timeout=120)
+            rcs[f"{a}@{old[0]}"] = OldRC(old_generate(a, world), timeout=120)
     rcs.update({name: RCollective(generate(a, world), timeout=120, **kw)
                 for name, (a, kw) in _methods(algorithms, ablations, options, cuda).items()})
     res = {}
@@ -156,17 +147,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="RCollective pipeline part size in bytes; 0 = off (default)")
     ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
     ap.add_argument("--before", metavar="REV", help="also time RCollective as it was at git revision REV "
-                    "(e.g. ad2fba4, before pipelining), side by side")
+                    "(the whole reactccl package of that revision, e.g. ad2fba4: before pipelining), side by side")
     args = ap.parse_args(argv)
     old = None
     if args.before:
-        import subprocess
-        src = subprocess.run(["git", "show", f"{args.before}:reactccl/runtime/rcollective.py"], capture_output=True,
-                             text=True, cwd=os.path.dirname(os.path.abspath(__file__)), timeout=60)
-        if src.returncode:
-            print(f"bench_runtime: --before {args.before}: {src.stderr.strip()}", file=sys.stderr)
+        import tempfile
+        tmp = tempfile.TemporaryDirectory(prefix="bench_runtime_")
+        try:
+            old = (args.before, export_old(args.before, tmp.name))
+        except (RuntimeError, OSError) as e:
+            print(f"bench_runtime: --before {args.before}: {e}", file=sys.stderr)
             return 2
-        old = (args.before, src.stdout)
     if args.backend == "nccl":
         if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
             print("bench_runtime: --backend nccl needs 2 or more CUDA GPUs", file=sys.stderr)

@@ -194,3 +194,32 @@ def test_control_plane_never_unpickles(tmp_path):
     assert not os.path.exists(path)
     assert "rank 1 is not valid JSON" in res[0]["frozen"], res[0]["frozen"]
     assert all(r["sum"] == 3 and r["frozen"] for r in res)   # training went on with the first pattern
+
+
+def _child_framed_messages(rank, world):
+    from reactccl.runtime.wire import INLINE_BYTES, broadcast_json, gather_json
+    got = []
+    for n in (1, INLINE_BYTES - 20, INLINE_BYTES - 8, INLINE_BYTES, 3 * INLINE_BYTES + 7):
+        # messages of different lengths on different ranks, some within the first frame, some not
+        g = gather_json({"r": rank, "s": "x" * (n * (rank + 1) // 2)}, dst=1)
+        b = broadcast_json({"s": "y" * n} if rank == 2 else None, src=2)
+        got.append((g, b))
+    sub = dist.new_group([1, 2, 3])     # group ranks differ from global ranks
+    if rank in (1, 2, 3):
+        got.append((gather_json("z" * (rank * 5000), dst=3, group=sub),
+                    broadcast_json("q" * 9000 if rank == 2 else None, src=2, group=sub)))
+    return got
+
+
+def test_gather_and_broadcast_json_frame_long_and_short_messages():
+    from reactccl.runtime.wire import INLINE_BYTES
+    res = run_local(_child_framed_messages, 4, timeout=120)
+    sizes = (1, INLINE_BYTES - 20, INLINE_BYTES - 8, INLINE_BYTES, 3 * INLINE_BYTES + 7)
+    for rank, got in enumerate(res):
+        for (g, b), n in zip(got, sizes):
+            assert g == ([{"r": r, "s": "x" * (n * (r + 1) // 2)} for r in range(4)] if rank == 1 else None)
+            assert b == {"s": "y" * n}
+        if rank:
+            g, b = got[-1]
+            assert g == (["z" * (r * 5000) for r in (1, 2, 3)] if rank == 3 else None)
+            assert b == "q" * 9000

@@ -9,6 +9,7 @@ import pytest
 from reactccl.algorithms import generate
 from reactccl.pattern import PatternBuilder, verify
 from reactccl.runtime.layout import RECV, SEND, block_bounds, local_plan
+from reactccl.runtime.direct import APPLY, SENDS, WAIT, compile_direct
 from reactccl.runtime.schedule import build_schedule, choose_parts, in_place_receives
 
 
@@ -219,3 +220,68 @@ def test_the_adversarial_network_catches_an_unsafe_in_place_receive(monkeypatch)
         x, out = _run(car, 3, 1, rng)
         wrong += any(not np.array_equal(o, np.sum(x, axis=0)) for o in out)
     assert wrong > 0
+
+
+def _run_direct(p, numel, parts, rng):
+    """Every rank replays its compiled direct program (run_direct's order) against a network that
+    delivers each message at a random moment (an in-place receive is written then)."""
+    n = p.num_ranks
+    x = [rng.integers(-1000, 1000, numel) for _ in range(n)]
+    state = [v.copy() for v in x]
+    sch = [build_schedule(p, r, numel, parts, direct=True) for r in range(n)]
+    progs = [compile_direct(s) for s in sch]
+    assert all(pr.stuck is None for pr in progs)
+    recv_of = {(o.flow, o.part): (r, o) for r, s in enumerate(sch) for o in s.recvs}
+    pc = [0] * n
+    arrived = [dict() for _ in range(n)]
+    flying = []
+    while True:
+        movable = [r for r in range(n) if pc[r] < len(progs[r].steps)
+                   and (progs[r].steps[pc[r]][0] != WAIT or progs[r].steps[pc[r]][1].index in arrived[r])]
+        total = len(movable) + len(flying)
+        if not total:
+            break
+        k = int(rng.integers(total))
+        if k >= len(movable):
+            op, data = flying.pop(k - len(movable))
+            dr, rop = recv_of[(op.flow, op.part)]
+            if not rop.staged:
+                (a, z), = rop.segs
+                state[dr][a:z] = data
+            arrived[dr][rop.index] = data
+            continue
+        r = movable[k]
+        code, op = progs[r].steps[pc[r]]
+        pc[r] += 1
+        if code == SENDS:       # staged: the data is read now
+            flying.append((op, np.concatenate([state[r][a:z] for a, z in op.segs])))
+        elif code == APPLY:
+            data, j = arrived[r][op.index], 0
+            for a, z in op.segs:
+                state[r][a:z] = state[r][a:z] + data[j:j + z - a] if op.op == 0 else data[j:j + z - a]
+                j += z - a
+    assert all(pc[r] == len(progs[r].steps) for r in range(n)), "a rank's program deadlocked"
+    return x, state
+
+
+@pytest.mark.parametrize("numel,parts", [(1, 1), (7, 2), (64, 1)])
+def test_compiled_direct_programs_compute_the_collective_under_random_delivery(numel, parts):
+    rng = np.random.default_rng(numel + parts)
+    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [_rd_one_chunk(4), _copy_after_reduce()]
+    for p in pats:
+        for _ in range(4):
+            x, out = _run_direct(p, numel, parts, rng)
+            _check(p, numel, x, out)
+
+
+def test_compiled_direct_program_of_a_ring_rank():
+    """Rank 1 of a 4-rank ring on 400 elements: reduce-scatter then all-gather; each received reduce is
+    added right after its wait, each send goes as soon as its data is there, copies land in place."""
+    ring = generate("ring", 4)
+    s = build_schedule(ring, 1, 400, direct=True)
+    prog = compile_direct(s)
+    kinds = [(code, op.step) for code, op in prog.steps]
+    assert kinds == [(SENDS, 0), (WAIT, 0), (APPLY, 0), (SENDS, 1), (WAIT, 1), (APPLY, 1), (SENDS, 2), (WAIT, 2),
+                     (APPLY, 2), (SENDS, 3), (WAIT, 3), (SENDS, 4), (WAIT, 4), (SENDS, 5), (WAIT, 5)]
+    with pytest.raises(ValueError, match="direct"):
+        compile_direct(build_schedule(ring, 1, 400))

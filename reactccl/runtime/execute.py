@@ -13,14 +13,9 @@
   drains every report that is there before it runs what became ready. Posting never blocks,
   so no order of arrivals can deadlock.
 
-With a ``direct`` schedule (small messages) the calling thread itself waits for the
-receives, one after another in schedule order (step, flow, part), and for the sends at the
-end, which saves the waiter threads' hand-offs; sends are all staged and none waits for
-another, so every send is posted as soon as its data is ready and no rank can wait on a
-receive whose send hangs on it (the lowest pending receive, in that order, always has its
-send posted). A received flow's end
-time is then when this thread got to it: exact for one receive per step (ring), an upper
-bound where a rank receives several flows in one step.
+A ``direct`` schedule (small messages: the calling thread itself waits for the receives, in
+schedule order) runs the same rule compiled into a fixed order of ops
+(:mod:`reactccl.runtime.direct`).
 
 ``run_stepwise`` (NCCL, CUDA tensors; any backend with ``mode="stepwise"``): step after
 step, all of a step's sends and receives as one ``batch_isend_irecv`` (one NCCL group, which
@@ -54,6 +49,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from .direct import compile_direct, run_direct
 from .layout import RECV, SEND
 from .schedule import Schedule, SliceOp
 
@@ -109,8 +105,10 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
     ops = sch.ops
     if not ops:
         return [], []
+    if sch.direct:
+        return run_direct(rc, flat, sch, compile_direct(sch))
     sbuf, rbuf = rc._arena(sch, flat)
-    pool = rc._waiters(0 if sch.direct else len(ops))
+    pool = rc._waiters(len(ops))
     events: queue.SimpleQueue = queue.SimpleQueue()
     td = datetime.timedelta(seconds=rc.timeout)
     now = time.monotonic
@@ -132,15 +130,10 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
     lane_wait = [len(o.after) for o in ops]
     lane_next = sch.lane_next
     outstanding = 0
-    direct, sent = [], []
     for o in sch.recvs:
         buf = rbuf[o.offset:o.offset + o.numel] if o.staged else _view(o, flat)
-        work = rc._post(o, buf)
-        if sch.direct:
-            direct.append((o, work))
-        else:
-            pool.submit(wait, o.index, work)
-            outstanding += 1
+        pool.submit(wait, o.index, rc._post(o, buf))
+        outstanding += 1
 
     def progress(todo: list[int]) -> None:
         nonlocal outstanding
@@ -154,12 +147,8 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
                     continue
                 data = stage(op, flat, sbuf) if op.staged else _view(op, flat)
                 t_post[i] = now()
-                work = rc._post(op, data)
-                if sch.direct:          # staged, nothing waits for it: waited for at the end
-                    sent.append((op, work))
-                else:
-                    pool.submit(wait, i, work)
-                    outstanding += 1
+                pool.submit(wait, i, rc._post(op, data))
+                outstanding += 1
                 state[i] = DONE if op.staged else POSTED
                 for u in op.units:
                     if not op.staged:
@@ -182,20 +171,6 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
 
     progress([q[0] for q in queues.values()] + [o.index for o in sch.sends if not o.after])
     deadline = now() + rc.timeout
-    for o, work in direct:      # run_direct: this thread waits for the receives, in schedule order
-        try:
-            work.wait(timeout=datetime.timedelta(seconds=max(deadline - now(), 1e-3)))
-        except Exception as e:  # noqa: BLE001 - Gloo raises RuntimeError on timeout or a dead peer
-            raise rc._error(o, f"did not complete within {rc.timeout:g} s or failed ({e})") from e
-        t_done[o.index] = now()
-        arrived[o.index] = True
-        progress([o.index])
-    for o, work in sent:
-        try:
-            work.wait(timeout=datetime.timedelta(seconds=max(deadline - now(), 1e-3)))
-        except Exception as e:  # noqa: BLE001
-            raise rc._error(o, f"did not complete within {rc.timeout:g} s or failed ({e})") from e
-        arrived[o.index] = True
     while outstanding:
         try:
             batch = [events.get(timeout=max(deadline - now(), 0.0))]

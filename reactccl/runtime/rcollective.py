@@ -18,7 +18,8 @@ op per part.
   unless this rank writes the chunk in the same step (then it is staged: the pre-step value);
   a received part is added/copied in once it arrived and the ops before it in its chunks are
   done. Waiting: small messages (``direct_bytes``) wait for their receives on the calling
-  thread; larger ones on waiter threads (a Gloo request only completes when someone waits on
+  thread, replaying the order of ops compiled once per schedule (:mod:`reactccl.runtime.direct`);
+  larger ones on waiter threads (a Gloo request only completes when someone waits on
   it), whose reports the driver handles in batches.
 * CUDA tensors (NCCL): step by step, a step's sends and receives as one ``batch_isend_irecv``
   group (NCCL's group call, which makes a ring of sends and receives deadlock-free), timed by
@@ -66,6 +67,7 @@ import torch.distributed as dist
 
 from ..pattern import CollectivePattern, verify
 from .clock import clock_offset
+from .direct import compile_direct, run_direct
 from .execute import run_data, run_stepwise
 from .layout import SEND, block_bounds
 from .schedule import Schedule, SliceOp, build_schedule, choose_parts, one_receive_per_step
@@ -187,12 +189,15 @@ class RCollective:
         self.check, self.mode, self.verify_patterns = check, mode, verify_patterns
         self._plans: OrderedDict = OrderedDict()
         self._checked: OrderedDict = OrderedDict()
+        self._hot: dict = {}        # (numel, dtype, device) -> plan, for the current pattern, checked
+        self._cpu_p2p = None        # the group's CPU backend's (send, recv), found at the first post
         self._buffers: dict = {}
         self._pool = Waiters()
         self._pg = group if group is not None else dist.group.WORLD
         self.calls = 0
         self.clock_offset: float | None = None  # to rank 0's clock; see sync_clock
-        self.last_record: LocalRecord | None = None
+        self._raw: tuple | None = None
+        self._record: LocalRecord | None = None
         self.set_pattern(pattern)
 
     # ------------------------------------------------------------ pattern
@@ -221,6 +226,18 @@ class RCollective:
             verify(pattern)
         self._pattern = pattern
         self.digest = pattern_digest(pattern)
+        self._hot = {}
+
+    @property
+    def last_record(self) -> LocalRecord | None:
+        """This rank's :class:`LocalRecord` of the last call (None before the first): its flows'
+        start/end times, built from the times the call kept when first asked for."""
+        if self._record is None and self._raw is not None:
+            epoch, enter, leave, sch, sent_t, recv_t, esize, digest, offset = self._raw
+            self._record = LocalRecord(self.rank, epoch, enter, leave, sch.send_flows,
+                                       np.array(sent_t, dtype=np.float64), sch.send_elems * esize, sch.recv_flows,
+                                       np.array(recv_t, dtype=np.float64), sch.numel * esize, digest, offset)
+        return self._record
 
     # --------------------------------------------------------------- call
     def __call__(self, tensor: torch.Tensor, epoch: int | None = None) -> torch.Tensor:
@@ -239,19 +256,22 @@ class RCollective:
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"tensor: expected a torch.Tensor, got {type(tensor).__name__}")
         flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
-        self._check_agreement(flat)
-        stepwise = self.mode == "stepwise" or (self.mode == "auto" and flat.is_cuda)
-        sch = self._schedule(flat.numel(), flat.element_size(), stepwise)
+        key = (flat.numel(), flat.dtype, flat.device)
+        plan = self._hot.get(key)
+        if plan is None or self.check == "always":
+            plan = self._plan(flat)
+        sch, prog, stepwise = plan
         enter = time.monotonic()  # the trace times the data movement, not the check or planning
-        sent_t, recv_t = (run_stepwise if stepwise else run_data)(self, flat, sch)
+        if prog is not None:
+            sent_t, recv_t = run_direct(self, flat, sch, prog)
+        else:
+            sent_t, recv_t = (run_stepwise if stepwise else run_data)(self, flat, sch)
         if flat.data_ptr() != tensor.data_ptr():
             tensor.copy_(flat.view_as(tensor))
-        esize = flat.element_size()
-        self.last_record = LocalRecord(
-            self.rank, self.calls if epoch is None else int(epoch), enter, time.monotonic(),
-            sch.send_flows, np.array(sent_t, dtype=np.float64), sch.send_elems * esize,
-            sch.recv_flows, np.array(recv_t, dtype=np.float64),
-            flat.numel() * esize, self.digest, self.clock_offset or 0.0)
+        # the record is built when asked for (last_record): a call only keeps its times
+        self._raw = (self.calls if epoch is None else int(epoch), enter, time.monotonic(), sch, sent_t, recv_t,
+                     flat.element_size(), self.digest, self.clock_offset or 0.0)
+        self._record = None
         self.calls += 1
         return tensor
 
@@ -291,7 +311,21 @@ class RCollective:
                         len(stuck), timeout, ", ".join(stuck))
 
     # ------------------------------------------------------------ helpers
-    def _schedule(self, numel: int, element_size: int, stepwise: bool) -> Schedule:
+    def _plan(self, flat: torch.Tensor) -> tuple:
+        """Check agreement (as ``check`` says) and find the schedule and its executor for
+        ``flat``; remembered per (numel, dtype, device) until the pattern changes, so a
+        repeated call costs one dictionary look-up before its first post."""
+        self._check_agreement(flat)
+        stepwise = self.mode == "stepwise" or (self.mode == "auto" and flat.is_cuda)
+        plan = (*self._schedule(flat.numel(), flat.element_size(), stepwise), stepwise)
+        if len(self._hot) >= _CACHE:
+            self._hot.clear()
+        self._hot[(flat.numel(), flat.dtype, flat.device)] = plan
+        return plan
+
+    def _schedule(self, numel: int, element_size: int, stepwise: bool) -> tuple[Schedule, object]:
+        """The schedule for a message (cached per pattern, size and executor) and, for a
+        direct one, its compiled program (:func:`~reactccl.runtime.direct.compile_direct`)."""
         key = (self.digest, numel, element_size, stepwise)
         sch = self._plans.get(key)
         if sch is None:
@@ -302,6 +336,7 @@ class RCollective:
                 nbytes <= _TINY or one_receive_per_step(self._pattern, self.rank))
             sch = build_schedule(self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise,
                                  direct=direct)
+            sch = (sch, compile_direct(sch) if direct else None)
             self._plans[key] = sch
             if len(self._plans) > _CACHE:
                 self._plans.popitem(last=False)
@@ -370,18 +405,34 @@ class RCollective:
         flow and part; NCCL ignores tags)."""
         return TAG_BASE + op.tag
 
+    def _find_cpu_p2p(self) -> tuple:
+        """The group's CPU backend's ``send``/``recv`` (what ``ProcessGroup.send`` dispatches a
+        CPU tensor to, minus the dispatcher: ~5 µs of CPU less per post on Gloo), or the
+        group's own where it has no separate CPU backend."""
+        try:
+            be = self._pg._get_backend(torch.device("cpu"))
+            self._cpu_p2p = (be.send, be.recv)
+        except (RuntimeError, AttributeError, ValueError):
+            self._cpu_p2p = (self._pg.send, self._pg.recv)
+        return self._cpu_p2p
+
     def _post(self, op: SliceOp, buf: torch.Tensor):
-        """Post ``op`` as ``isend``/``irecv`` (the process group's own call: what
-        ``dist.isend`` ends in, without its per-call argument checks).
+        """Post ``op`` as ``isend``/``irecv`` (the process group's CPU backend's own call for CPU
+        tensors, see :meth:`_find_cpu_p2p`; the group's for CUDA ones: what ``dist.isend`` ends
+        in, without its per-call argument checks).
 
         Raises:
             FlowTimeoutError: the transport refused the post (Gloo's "Connection closed by
                 peer" when the peer died), naming the step, peer and chunks.
         """
         try:
+            if buf.is_cuda:
+                send, recv = self._pg.send, self._pg.recv
+            else:
+                send, recv = self._cpu_p2p or self._find_cpu_p2p()
             if op.kind == SEND:
-                return self._pg.send([buf], op.peer, TAG_BASE + op.tag)
-            return self._pg.recv([buf], op.peer, TAG_BASE + op.tag)
+                return send([buf], op.peer, TAG_BASE + op.tag)
+            return recv([buf], op.peer, TAG_BASE + op.tag)
         except RuntimeError as e:
             first = (str(e).splitlines() or [type(e).__name__])[0][:300]
             raise self._error(op, f"could not be posted: the process group failed ({first}); "
