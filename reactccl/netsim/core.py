@@ -18,7 +18,8 @@ Same model, same events and same batching as the pure-Python
   rounds of :func:`~reactccl.netsim.maxmin.max_min_rates` (Bertsekas & Gallager §6.5.2) over its
   non-slack links and each flow's path capacity, the slower flows there taking their share of
   capacity as fixed;
-* the event heap is four parallel arrays ordered by (time, kind, id).
+* the event heap is four parallel arrays ordered by (time, kind, id), given in any order and
+  heapified first.
 
 Arrays that grow (flows emitted by periodic sources, the heap) are reallocated here and handed
 back. The kernel returns a status: 0 done, 1 no events left with watched flows pending,
@@ -49,7 +50,7 @@ def _grow_f(a, n):
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _less(ht, hk, hi, a, b):
     if ht[a] != ht[b]:
         return ht[a] < ht[b]
@@ -58,7 +59,7 @@ def _less(ht, hk, hi, a, b):
     return hi[a] < hi[b]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _swap(ht, hk, hi, hv, a, b):
     ht[a], ht[b] = ht[b], ht[a]
     hk[a], hk[b] = hk[b], hk[a]
@@ -66,7 +67,7 @@ def _swap(ht, hk, hi, hv, a, b):
     hv[a], hv[b] = hv[b], hv[a]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_push(ht, hk, hi, hv, n, t, k, i, v):
     """Push (t, k, i, v) onto a heap of size n; returns the (maybe grown) arrays."""
     if n >= len(ht):
@@ -83,12 +84,24 @@ def heap_push(ht, hk, hi, hv, n, t, k, i, v):
     return ht, hk, hi, hv
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_pop(ht, hk, hi, hv, n):
     """Remove the top of a heap of size n (read it first at index 0)."""
     n -= 1
     _swap(ht, hk, hi, hv, 0, n)
-    c = 0
+    _sift_down(ht, hk, hi, hv, 0, n)
+
+
+@njit(cache=True)
+def heapify(ht, hk, hi, hv, n):
+    """Order the first n entries as a heap (Floyd's bottom-up construction)."""
+    for c in range(n // 2 - 1, -1, -1):
+        _sift_down(ht, hk, hi, hv, c, n)
+
+
+@njit(cache=True, inline="always")
+def _sift_down(ht, hk, hi, hv, c, n):
+    """Move entry c of a heap of size n down to its place."""
     while True:
         a = 2 * c + 1
         if a >= n:
@@ -191,7 +204,7 @@ def _grow_rows(a, n):
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _feed(ptr, kids, f, jwait, jptr, jkids, FI, started, ns, stack):
     """One input arrives at each child of flow ``f`` (CSR ``ptr``/``kids``); flows whose last
     input it was go to ``started[ns:]``, joins whose last input it was fire and feed their
@@ -218,7 +231,7 @@ def _feed(ptr, kids, f, jwait, jptr, jkids, FI, started, ns, stack):
     return ns
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_links(f, plinks, FI, lcnt, lsum, cap, lin, stamp, comp_l, ncl):
     """Add flow ``f``'s non-slack links (more than one flow, path capacities above the capacity)
     to ``comp_l[:ncl]``; returns the new count."""
@@ -261,14 +274,45 @@ def _has_bottleneck(g, stamp, cpass, cap, lbuf, lstart, lcnt, lsum, plinks, FF, 
 
 
 @njit(cache=True)
+def _state(bits, lat, pathcap, pstart, plen, waiting, watched, origin, nper, rel_t, rel_f, ht0, hk0, hi0):
+    """The per-flow arrays FF, FI (room for 64 flows per periodic source) and the start heap
+    (releases, then the entries ``ht0..hi0``; heapified by the caller)."""
+    F = len(bits)
+    FC = max(F + 64 * nper, 1)
+    FF = np.zeros((FC, NF_COLS))
+    FI = np.zeros((FC, NI_COLS), np.int64)
+    for f in range(F):
+        FF[f, REM], FF[f, LAT], FF[f, PATHCAP] = bits[f], lat[f], pathcap[f]
+        FF[f, START] = FF[f, SEND_END] = FF[f, END] = np.nan
+        FI[f, PSTART], FI[f, PLEN], FI[f, WAITING], FI[f, WATCHED] = pstart[f], plen[f], waiting[f], watched[f]
+        FI[f, ORIGIN] = origin[f]
+    FI[F:, ORIGIN] = -1
+    n = max(len(rel_t) + len(ht0), 1)
+    ht, hk, hi, hv = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    m = len(rel_t)
+    ht[:m], hk[:m], hi[:m] = rel_t, RELEASE, rel_f
+    ht[m:m + len(ht0)], hk[m:m + len(ht0)], hi[m:m + len(ht0)] = ht0, hk0, hi0
+    return FF, FI, ht, hk, hi, hv, m + len(ht0)
+
+
+@njit(cache=True)
 def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
              per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
-             lbuf, lstart, lcnt, plinks, ppos, FF, FI, ht, hk, hi, hv, sf, si):
+             lbuf, lstart, plinks, pstart, plen, lat, pathcap, bits, waiting, watched, origin, rel_t, rel_f,
+             ht0, hk0, hi0, sf, si):
     """Run until no watched flow is pending (see the module docstring for the status codes).
-    ``sf[0]`` is the time; ``si`` the integer scalars (``S_*``). Returns
+    Inputs as :func:`reactccl.netsim.prepare.prepare` returns them, plus each flow's ``bits``,
+    ``waiting``, ``watched`` and ``origin`` (periodic source of a carried-over burst, -1: none)
+    and heap entries ``ht0..hi0`` (periodic sources' first emissions). ``jwait`` is counted
+    down. ``sf`` is ``[time, coalesce]``; ``si`` the integer scalars (``S_*``). Returns
     ``(status, plinks, ppos, FF, FI, ht, hk, hi, hv)``."""
     L = len(cap)
-    nstatic = si[S_NSTATIC]
+    nstatic = si[S_NSTATIC] = si[S_NFLOWS] = len(bits)
+    si[S_NPL] = len(plinks)
+    FF, FI, ht, hk, hi, hv, hsize = _state(bits, lat, pathcap, pstart, plen, waiting, watched, origin,
+                                          len(per_period), rel_t, rel_f, ht0, hk0, hi0)
+    lcnt = np.zeros(L, np.int64)
+    ppos = np.zeros(len(plinks), np.int64)
     lmark = np.zeros(L, np.int64)
     lin = np.zeros(L, np.int64)
     lchk = np.zeros(L, np.int64)
@@ -281,7 +325,6 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
     share = np.zeros(L)
     bott = np.zeros(L, np.int8)
     unfixed = np.empty(64, np.int64)
-    hsize = si[S_HSIZE]
     FC = FF.shape[0]
     started = np.empty(FC, np.int64)
     stopped = np.empty(FC, np.int64)
@@ -289,6 +332,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
     comp_l = np.empty(L, np.int64)
     stack = np.empty(len(child) + len(sent) + len(jkids) + 1, np.int64)
     status = 0
+    heapify(ht, hk, hi, hv, hsize)
     while si[S_PENDING] > 0:
         if si[S_EVENTS] > si[S_MAXEV]:
             status = 2
@@ -468,6 +512,8 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                     if FI[g, CHECKED] == cpass:
                         continue
                     FI[g, CHECKED] = cpass
+                    if FI[g, FMARK] != stamp and FF[g, RATE] < lam:
+                        continue                  # below lam: its rate is exact (module docstring)
                     if _has_bottleneck(g, stamp, cpass, cap, lbuf, lstart, lcnt, lsum, plinks, FF, FI, lchk, lstat):
                         continue
                     if FI[g, FMARK] != stamp:

@@ -80,6 +80,19 @@ class FluidEngine:
         self.max_events = None if max_events is None else int(max_events)
         self.max_backlog = int(max_backlog)
         self.cap = np.asarray(capacity, dtype=np.float64)
+        self._init_flows()
+        self.periodic: list[tuple[tuple[int, ...], float, float, float]] = []
+        self.next_periodic: list[float] = []
+        self.origin: dict[int, int] = {}  # flow id -> periodic source that emitted it
+        self.inflight: list[int] = []  # per periodic source: its bursts still sending
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.pending = 0  # watched flows not yet arrived
+        self.time = 0.0
+        self.events = 0
+        self.batches = 0
+
+    def _init_flows(self) -> None:
+        """The per-flow and per-join state (Python lists; the compiled engine keeps arrays instead)."""
         self.cap_list = self.cap.tolist()
         self.link_flows: list[set[int]] = [set() for _ in range(len(self.cap))]
         self.paths: list[tuple[int, ...]] = []
@@ -98,15 +111,6 @@ class FluidEngine:
         self.start: list[float] = []
         self.send_end: list[float] = []
         self.end: list[float] = []
-        self.periodic: list[tuple[tuple[int, ...], float, float, float]] = []
-        self.next_periodic: list[float] = []
-        self.origin: dict[int, int] = {}  # flow id -> periodic source that emitted it
-        self.inflight: list[int] = []  # per periodic source: its bursts still sending
-        self.heap: list[tuple[float, int, int, int]] = []
-        self.pending = 0  # watched flows not yet arrived
-        self.time = 0.0
-        self.events = 0
-        self.batches = 0
 
     @property
     def num_flows(self) -> int:
