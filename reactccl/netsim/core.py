@@ -305,7 +305,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
     ``waiting``, ``watched`` and ``origin`` (periodic source of a carried-over burst, -1: none)
     and heap entries ``ht0..hi0`` (periodic sources' first emissions). ``jwait`` is counted
     down. ``sf`` is ``[time, coalesce]``; ``si`` the integer scalars (``S_*``). Returns
-    ``(status, plinks, ppos, FF, FI, ht, hk, hi, hv)``."""
+    ``(status, plinks, FF, FI)`` (the run cannot be continued)."""
     L = len(cap)
     nstatic = si[S_NSTATIC] = si[S_NFLOWS] = len(bits)
     si[S_NPL] = len(plinks)
@@ -586,4 +586,4 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 ht, hk, hi, hv = heap_push(ht, hk, hi, hv, hsize, t + left / r, SEND_DONE, f, FI[f, VERSION])
                 hsize += 1
     si[S_HSIZE] = hsize
-    return status, plinks, ppos, FF, FI, ht, hk, hi, hv
+    return status, plinks, FF, FI

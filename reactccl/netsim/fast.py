@@ -171,7 +171,7 @@ class CompiledEngine(FluidEngine):
         sf = np.array([float(self.time), self.coalesce])
         plinks, pstart, plen, lat, pathcap, lstart, lbuf, rel_t, rel_f = prepare.prepare(
             self.cap, t.tlen, t.tstart, t.tlinks, t.tlat, rows, t.waiting, t.release, per_links, self.max_backlog + 1)
-        status, plinks, ppos, FF, FI, ht, hk, hi, hv = core.run_loop(
+        status, plinks, FF, FI = core.run_loop(
             self.cap, t.child_ptr, t.child, t.sent_ptr, t.sent, t.jwait.copy(), t.jptr, t.jkids,
             per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
             lbuf, lstart, plinks, pstart, plen, lat, pathcap, t.bits, t.waiting, t.watched, origin, rel_t, rel_f,

@@ -224,6 +224,13 @@ class SimulatedNetwork(ResolvedBackground):
                 self._jobs.pop(next(iter(self._jobs)))
         return jd
 
+    def _checked(self, placement) -> np.ndarray:
+        """``placement`` as host ids; an int64 array seen before (and so checked) as it is."""
+        if (type(placement) is np.ndarray and placement.dtype == np.int64 and placement.ndim == 1
+                and placement.tobytes() in self._distinct):
+            return placement
+        return _hosts(self.topology, placement)
+
     def _plan(self, topology: Topology, jobs: Sequence[Job], scale: float) -> EpochPlan:
         """The cached :class:`~reactccl.netsim.plan.EpochPlan` of ``jobs`` with this network's
         long-lived background (by the identity of the jobs' data, the resolved background and the
@@ -286,8 +293,7 @@ class SimulatedNetwork(ResolvedBackground):
             SimulationError: a job that cannot finish.
         """
         jobs = [j if isinstance(j, Job) else Job(*j) for j in jobs]
-        jobs = [Job(j.pattern, _hosts(self.topology, j.placement), _check_message(j.message_bytes,
-                                                                                  f"job {k}: message_bytes"))
+        jobs = [Job(j.pattern, self._checked(j.placement), _check_message(j.message_bytes, f"job {k}: message_bytes"))
                 for k, j in enumerate(jobs)]
         if not jobs:
             raise ValueError("run_jobs: no jobs")

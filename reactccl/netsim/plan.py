@@ -146,16 +146,18 @@ class EpochPlan:
                                             np.zeros(k)))
         self.offsets = np.cumsum([0] + [len(jd.nbytes) for jd in self.jobs])
         self.num_background = k
+        self._bg_rows = np.zeros(k, _I)
         self.table = FlowTable.concat(parts)
         self.num_joins = int(sum(jd.graph.num_joins for jd in self.jobs))
 
     def rows(self, ports: Sequence[np.ndarray]) -> np.ndarray:
-        """Each flow's table row for the jobs' drawn ``ports`` (background flows: row 0)."""
+        """Each flow's table row for the jobs' drawn ``ports`` (each ``0 .. K-1`` or more; a table
+        with fewer rows has fixed routes; background flows: row 0)."""
         K = self.table.num_rows
-        parts = [np.minimum(p, K - 1) for p in ports]
+        parts = [p if K > 1 else np.zeros(len(p), _I) for p in ports]
         if self.num_background:
-            parts.append(np.zeros(self.num_background, _I))
-        return np.concatenate(parts).astype(_I, copy=False) if parts else np.zeros(0, _I)
+            parts.append(self._bg_rows)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts).astype(_I, copy=False)
 
 
 class PathList(Sequence):
