@@ -121,7 +121,7 @@ PSTART, PLEN, WAITING, VERSION, WATCHED, ORIGIN, FMARK, CHECKED, FRESH = range(9
 NF_COLS, NI_COLS = 9, 9
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def water_fill(comp_f, comp_l, cap, lbuf, lstart, lcnt, plinks, FF, FI, lin, stamp, crem, nrem, share, bott,
                unfixed):
     """Max-min rates (column NEWRATE) of the flows ``comp_f`` (marked ``FI[f, FMARK] == stamp``)
@@ -295,7 +295,7 @@ def _state(bits, lat, pathcap, pstart, plen, waiting, watched, origin, nper, rel
     return FF, FI, ht, hk, hi, hv, m + len(ht0)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
              per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
              lbuf, lstart, plinks, pstart, plen, lat, pathcap, bits, waiting, watched, origin, rel_t, rel_f,
@@ -509,11 +509,11 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 base = lstart[l]
                 for s in range(lcnt[l]):
                     g = lbuf[base + s]
+                    if FI[g, FMARK] != stamp and FF[g, RATE] < lam:
+                        continue                  # below lam: its rate is exact (module docstring)
                     if FI[g, CHECKED] == cpass:
                         continue
                     FI[g, CHECKED] = cpass
-                    if FI[g, FMARK] != stamp and FF[g, RATE] < lam:
-                        continue                  # below lam: its rate is exact (module docstring)
                     if _has_bottleneck(g, stamp, cpass, cap, lbuf, lstart, lcnt, lsum, plinks, FF, FI, lchk, lstat):
                         continue
                     if FI[g, FMARK] != stamp:
