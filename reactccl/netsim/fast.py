@@ -28,6 +28,9 @@ from .plan import FlowTable
 
 __all__ = ["CompiledEngine"]
 
+_NO_PERIODIC = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0),
+                np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
 
 def _csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     ptr = np.zeros(len(lists) + 1, dtype=np.int64)
@@ -145,7 +148,7 @@ class CompiledEngine(FluidEngine):
         """
         t, rows = self._table()
         F = t.num_flows
-        self.watched = t.watched.astype(bool)
+        self.watched = t.watched
         max_events = self.max_events
         if max_events is None:
             max_events = self.events + MAX_EVENTS_BASE + MAX_EVENTS_PER_FLOW * F
@@ -156,15 +159,13 @@ class CompiledEngine(FluidEngine):
             h = np.array([(e[0], e[1], e[2]) for e in self.heap]).reshape(-1, 3)
             per_bits, per_lat, per_period = per[:, 0].copy(), per[:, 1].copy(), per[:, 2].copy()
             ht0, hk0, hi0 = h[:, 0].copy(), h[:, 1].astype(np.int64), h[:, 2].astype(np.int64)
-        else:                                        # self.heap only ever holds periodic entries
-            per_ptr, per_links = np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-            per_bits = per_lat = per_period = ht0 = np.zeros(0)
-            hk0 = hi0 = per_links
+        else:                 # self.heap only ever holds periodic entries; the kernel reads these only
+            per_ptr, per_links, per_bits, per_lat, per_period, ht0, hk0, hi0 = _NO_PERIODIC
         origin = np.full(F, -1, dtype=np.int64)
         for fid, src in self.origin.items():
             origin[fid] = src
-        next_periodic = np.asarray(self.next_periodic, dtype=np.float64)
-        inflight = np.asarray(self.inflight, dtype=np.int64)
+        next_periodic = np.asarray(self.next_periodic, dtype=np.float64) if P else per_bits
+        inflight = np.asarray(self.inflight, dtype=np.int64) if P else per_links
         si = np.zeros(core.NUM_SI, dtype=np.int64)
         si[core.S_EVENTS], si[core.S_BATCHES], si[core.S_PENDING] = self.events, self.batches, self.pending
         si[core.S_MAXEV], si[core.S_MAXBL] = max_events, self.max_backlog
@@ -177,9 +178,7 @@ class CompiledEngine(FluidEngine):
             lbuf, lstart, plinks, pstart, plen, lat, pathcap, t.bits, t.waiting, t.watched, origin, rel_t, rel_f,
             ht0, hk0, hi0, sf, si)
         self._unpack(FF, FI, plinks, si, sf, next_periodic, inflight)
-        self.stats = {"solves": int(si[core.S_SOLVES]), "solved_flows": int(si[core.S_SOLVED]),
-                      "heap_max": int(si[core.S_HMAX]), "rounds": int(si[core.S_ROUNDS]),
-                      "passes": int(si[core.S_PASSES]), "full": int(si[core.S_FULL])}
+        self._si = si
         if status == 1:
             waiting = [i for i, w in enumerate(self.watched) if w and self.end[i] != self.end[i]]
             raise SimulationError(f"{len(waiting)} flows can never finish (first: flow {waiting[0]}); "
@@ -198,13 +197,22 @@ class CompiledEngine(FluidEngine):
                 f"{nbytes * 8 / period / 1e9:.4g} Gbps but gets less, so its backlog never drains")
         return self.time
 
+    @property
+    def stats(self) -> dict[str, int]:
+        """The kernel's counters of the last run: solves, flows solved, largest heap, water-filling
+        rounds, passes (solve + check) and full-component fallbacks."""
+        si = self._si
+        return {"solves": int(si[core.S_SOLVES]), "solved_flows": int(si[core.S_SOLVED]),
+                "heap_max": int(si[core.S_HMAX]), "rounds": int(si[core.S_ROUNDS]),
+                "passes": int(si[core.S_PASSES]), "full": int(si[core.S_FULL])}
+
     def _unpack(self, FF, FI, plinks, si, sf, next_periodic, inflight) -> None:
         """Copy the kernel's state back into the attributes :class:`FluidEngine` has."""
         F0, n = self._nflows, int(si[core.S_NFLOWS])
         for f in range(F0, n):                      # flows the periodic sources emitted
             self.origin[f] = int(FI[f, core.ORIGIN])
         if n > F0:
-            self.watched = np.concatenate([self.watched, np.zeros(n - F0, dtype=bool)])
+            self.watched = np.concatenate([self.watched, np.zeros(n - F0, dtype=np.int64)])
         self._nflows = n
         self.path_start, self.path_len = FI[:n, core.PSTART], FI[:n, core.PLEN]
         self.path_links = plinks[:int(si[core.S_NPL])]

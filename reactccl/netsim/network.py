@@ -236,9 +236,9 @@ class SimulatedNetwork(ResolvedBackground):
         long-lived background (by the identity of the jobs' data, the resolved background and the
         header scale; the last 4 kept)."""
         jds = [self._job_data(topology, job, k) for k, job in enumerate(jobs)]
-        key = (tuple(id(jd) for jd in jds), id(self._resolved), scale)
+        key = (tuple(map(id, jds)), id(self._resolved), scale)
         plan = self._plans.get(key)
-        if plan is None or any(a is not b for a, b in zip(plan.jobs, jds)):
+        if plan is None or plan.jobs != jds:              # JobData compares by identity
             paths = self.background_paths()
             ptr = np.zeros(len(paths) + 1, dtype=np.int64)
             np.cumsum([len(x) for x in paths], out=ptr[1:])
