@@ -60,47 +60,67 @@ def _less(ht, hk, hi, a, b):
 
 
 @njit(cache=True, inline="always")
-def _swap(ht, hk, hi, hv, a, b):
+def _swap(ht, hk, hi, hv, FI, a, b):
     ht[a], ht[b] = ht[b], ht[a]
     hk[a], hk[b] = hk[b], hk[a]
     hi[a], hi[b] = hi[b], hi[a]
     hv[a], hv[b] = hv[b], hv[a]
+    if hk[a] == SEND_DONE:                   # a flow's finish entry knows where it is
+        FI[hi[a], HPOS] = a
+    if hk[b] == SEND_DONE:
+        FI[hi[b], HPOS] = b
 
 
 @njit(cache=True, inline="always")
-def heap_push(ht, hk, hi, hv, n, t, k, i, v):
+def _sift_up(ht, hk, hi, hv, FI, c):
+    while c > 0:
+        p = (c - 1) >> 1
+        if _less(ht, hk, hi, c, p):
+            _swap(ht, hk, hi, hv, FI, c, p)
+            c = p
+        else:
+            break
+    return c
+
+
+@njit(cache=True, inline="always")
+def heap_push(ht, hk, hi, hv, FI, n, t, k, i, v):
     """Push (t, k, i, v) onto a heap of size n; returns the (maybe grown) arrays."""
     if n >= len(ht):
         ht, hk, hi, hv = _grow_f(ht, n + 1), _grow_f(hk, n + 1), _grow_f(hi, n + 1), _grow_f(hv, n + 1)
     ht[n], hk[n], hi[n], hv[n] = t, k, i, v
-    c = n
-    while c > 0:
-        p = (c - 1) >> 1
-        if _less(ht, hk, hi, c, p):
-            _swap(ht, hk, hi, hv, c, p)
-            c = p
-        else:
-            break
+    if k == SEND_DONE:
+        FI[i, HPOS] = n
+    _sift_up(ht, hk, hi, hv, FI, n)
     return ht, hk, hi, hv
 
 
 @njit(cache=True, inline="always")
-def heap_pop(ht, hk, hi, hv, n):
+def heap_pop(ht, hk, hi, hv, FI, n):
     """Remove the top of a heap of size n (read it first at index 0)."""
     n -= 1
-    _swap(ht, hk, hi, hv, 0, n)
-    _sift_down(ht, hk, hi, hv, 0, n)
-
-
-@njit(cache=True)
-def heapify(ht, hk, hi, hv, n):
-    """Order the first n entries as a heap (Floyd's bottom-up construction)."""
-    for c in range(n // 2 - 1, -1, -1):
-        _sift_down(ht, hk, hi, hv, c, n)
+    _swap(ht, hk, hi, hv, FI, 0, n)
+    if hk[n] == SEND_DONE:
+        FI[hi[n], HPOS] = -1
+    _sift_down(ht, hk, hi, hv, FI, 0, n)
 
 
 @njit(cache=True, inline="always")
-def _sift_down(ht, hk, hi, hv, c, n):
+def heap_move(ht, hk, hi, hv, FI, c, n, t, v):
+    """Give entry c of a heap of size n the time t and version v, and move it to its place."""
+    ht[c], hv[c] = t, v
+    _sift_down(ht, hk, hi, hv, FI, _sift_up(ht, hk, hi, hv, FI, c), n)
+
+
+@njit(cache=True)
+def heapify(ht, hk, hi, hv, FI, n):
+    """Order the first n entries as a heap (Floyd's bottom-up construction)."""
+    for c in range(n // 2 - 1, -1, -1):
+        _sift_down(ht, hk, hi, hv, FI, c, n)
+
+
+@njit(cache=True, inline="always")
+def _sift_down(ht, hk, hi, hv, FI, c, n):
     """Move entry c of a heap of size n down to its place."""
     while True:
         a = 2 * c + 1
@@ -109,7 +129,7 @@ def _sift_down(ht, hk, hi, hv, c, n):
         b = a + 1
         m = b if b < n and _less(ht, hk, hi, b, a) else a
         if _less(ht, hk, hi, m, c):
-            _swap(ht, hk, hi, hv, m, c)
+            _swap(ht, hk, hi, hv, FI, m, c)
             c = m
         else:
             break
@@ -117,8 +137,8 @@ def _sift_down(ht, hk, hi, hv, c, n):
 
 # columns of the per-flow float array FF and int array FI
 REM, RATE, TLAST, LAT, START, SEND_END, END, PATHCAP, NEWRATE = range(9)
-PSTART, PLEN, WAITING, VERSION, WATCHED, ORIGIN, FMARK, CHECKED, FRESH = range(9)
-NF_COLS, NI_COLS = 9, 9
+PSTART, PLEN, WAITING, VERSION, WATCHED, ORIGIN, FMARK, CHECKED, FRESH, HPOS = range(10)
+NF_COLS, NI_COLS = 9, 10
 
 
 @njit(cache=True, error_model="numpy")
@@ -287,6 +307,7 @@ def _state(bits, lat, pathcap, pstart, plen, waiting, watched, origin, nper, rel
         FI[f, PSTART], FI[f, PLEN], FI[f, WAITING], FI[f, WATCHED] = pstart[f], plen[f], waiting[f], watched[f]
         FI[f, ORIGIN] = origin[f]
     FI[F:, ORIGIN] = -1
+    FI[:, HPOS] = -1                          # no finish entry in the heap
     n = max(len(rel_t) + len(ht0), 1)
     ht, hk, hi, hv = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     m = len(rel_t)
@@ -332,7 +353,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
     comp_l = np.empty(L, np.int64)
     stack = np.empty(len(child) + len(sent) + len(jkids) + 1, np.int64)
     status = 0
-    heapify(ht, hk, hi, hv, hsize)
+    heapify(ht, hk, hi, hv, FI, hsize)
     while si[S_PENDING] > 0:
         if si[S_EVENTS] > si[S_MAXEV]:
             status = 2
@@ -348,7 +369,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
         stamp = si[S_BATCHES]
         while hsize > 0 and ht[0] <= limit:
             k, i, v = hk[0], hi[0], hv[0]
-            heap_pop(ht, hk, hi, hv, hsize)
+            heap_pop(ht, hk, hi, hv, FI, hsize)
             hsize -= 1
             if k == SEND_DONE:
                 if v != FI[i, VERSION]:
@@ -361,7 +382,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                     inflight[o] -= 1
                 FF[i, SEND_END] = t
                 FF[i, REM] = 0.0
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, hsize, t + FF[i, LAT], ARRIVE, i, 0)
+                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + FF[i, LAT], ARRIVE, i, 0)
                 hsize += 1
                 if i < nstatic:
                     nst = _feed(sent_ptr, sent, i, jwait, jptr, jkids, FI, started, nst, stack)
@@ -403,6 +424,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 FI[fid, PSTART] = q
                 FI[fid, PLEN] = n
                 FI[fid, ORIGIN] = i
+                FI[fid, HPOS] = -1
                 inflight[i] += 1
                 sf[0] = t
                 if inflight[i] > si[S_MAXBL]:
@@ -412,7 +434,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 started[nst] = fid
                 nst += 1
                 next_periodic[i] = t + per_period[i]
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, hsize, t + per_period[i], PERIODIC, i, 0)
+                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + per_period[i], PERIODIC, i, 0)
                 hsize += 1
         if status:
             break
@@ -582,8 +604,12 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
             FF[f, RATE] = r
             FF[f, TLAST] = t
             FI[f, VERSION] += 1
-            if left != np.inf:
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, hsize, t + left / r, SEND_DONE, f, FI[f, VERSION])
-                hsize += 1
+            if left != np.inf:                # its finish entry moves (no stale entries are left)
+                if FI[f, HPOS] >= 0:
+                    heap_move(ht, hk, hi, hv, FI, FI[f, HPOS], hsize, t + left / r, FI[f, VERSION])
+                else:
+                    ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + left / r, SEND_DONE, f,
+                                               FI[f, VERSION])
+                    hsize += 1
     si[S_HSIZE] = hsize
     return status, plinks, FF, FI

@@ -8,7 +8,8 @@ many of them at once (see :mod:`.joins`); it then sends at its max-min fair rate
 (``send_end``) and its data arrives ``latency`` seconds later (``end``). So an
 uncontended flow takes ``latency + bytes * 8 / min capacity``.
 
-Events at equal times (within 1e-12 relative) are handled as one batch, after
+Events at equal times (within 1e-12 relative of the earliest live event: a finish
+entry superseded by a rate change is no event) are handled as one batch, after
 which rates are recomputed only in the connected component(s) of the
 flow-link graph that the batch touched: other flows keep their rates and their
 pending finish events. A flow alone on its links gets its path's smallest
@@ -249,6 +250,8 @@ class FluidEngine:
                     f"event count grew past max_events={max_events} at t={self.time:.6g} s with {self.pending} "
                     f"watched flows pending and {len(self.paths)} flows in all (periodic sources emitted "
                     f"{len(self.origin)}); the run would not end in reasonable time")
+            while heap and heap[0][1] == _SEND_DONE and heap[0][3] != self.version[heap[0][2]]:
+                pop(heap)  # superseded finish entries: a batch starts at the earliest live event
             if not heap:
                 waiting = [i for i, w in enumerate(self.watched) if w and self.end[i] != self.end[i]]
                 raise SimulationError(f"{len(waiting)} flows can never finish (first: flow {waiting[0]}); "

@@ -12,8 +12,10 @@ passes: its :class:`~reactccl.netsim.plan.EpochPlan` for the epoch's jobs, built
 Events handled at one instant: every event within ``1e-12`` relative of the earliest pending
 one is handled as one batch at that earliest time (both engines). That moves a flow's end by
 at most 1e-12 of the current time per event on its dependency chain, far below the 1e-9 the
-tests ask for; ``events`` counts handled events only (a finish event superseded by a rate
-change is skipped and not counted).
+tests ask for; ``events`` counts handled events only. A rate change moves the flow's finish
+entry in the heap (an indexed heap), so no superseded entries are left to pop; the reference
+drops superseded entries before it takes the earliest time, so in both a batch starts at the
+earliest live event.
 """
 
 from __future__ import annotations
