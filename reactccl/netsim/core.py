@@ -36,7 +36,6 @@ SEND_DONE, ARRIVE, RELEASE, PERIODIC = 0, 1, 2, 3
 (S_NFLOWS, S_NPL, S_HSIZE, S_EVENTS, S_BATCHES, S_PENDING, S_MAXEV, S_MAXBL, S_ARG, S_NSTATIC, S_SOLVES, S_SOLVED,
  S_HMAX, S_ROUNDS, S_PASSES, S_FULL) = range(16)
 NUM_SI = 16
-TIME_TOL = 1e-12
 RATE_TOL = 1e-12
 MAXMIN_TOL = 1e-12  # = reactccl.netsim.maxmin.REL_TOL
 FREEZE_TOL = 1e-9
@@ -51,12 +50,8 @@ def _grow_f(a, n):
 
 
 @njit(cache=True, inline="always")
-def _less(ht, hk, hi, a, b):
-    if ht[a] != ht[b]:
-        return ht[a] < ht[b]
-    if hk[a] != hk[b]:
-        return hk[a] < hk[b]
-    return hi[a] < hi[b]
+def _less(ht, hk, hi, a, b):                 # (time, kind, id) order
+    return ht[a] < ht[b] or (ht[a] == ht[b] and (hk[a] < hk[b] or (hk[a] == hk[b] and hi[a] < hi[b])))
 
 
 @njit(cache=True, inline="always")
@@ -332,25 +327,15 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
     si[S_NPL] = len(plinks)
     FF, FI, ht, hk, hi, hv, hsize = _state(bits, lat, pathcap, pstart, plen, waiting, watched, origin,
                                           len(per_period), rel_t, rel_f, ht0, hk0, hi0)
-    lcnt = np.zeros(L, np.int64)
-    ppos = np.zeros(len(plinks), np.int64)
-    lmark = np.zeros(L, np.int64)
-    lin = np.zeros(L, np.int64)
-    lchk = np.zeros(L, np.int64)
-    lstat = np.zeros((L, 2))
-    cpass = si[S_PASSES]
+    lcnt, ppos = np.zeros(L, np.int64), np.zeros(len(plinks), np.int64)
+    lmark, lin, lchk = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L, np.int64)
+    lstat, cpass = np.zeros((L, 2)), si[S_PASSES]
     lsum = np.zeros(L)                      # sum of the path capacities of the active flows on each link
-    seeds = np.empty(L, np.int64)
-    crem = np.zeros(L)
-    nrem = np.zeros(L, np.int64)
-    share = np.zeros(L)
-    bott = np.zeros(L, np.int8)
-    unfixed = np.empty(64, np.int64)
+    crem, nrem, share = np.zeros(L), np.zeros(L, np.int64), np.zeros(L)
+    bott, unfixed = np.zeros(L, np.int8), np.empty(64, np.int64)
     FC = FF.shape[0]
-    started = np.empty(FC, np.int64)
-    stopped = np.empty(FC, np.int64)
-    comp_f = np.empty(FC, np.int64)
-    comp_l = np.empty(L, np.int64)
+    started, stopped, comp_f = np.empty(FC, np.int64), np.empty(FC, np.int64), np.empty(FC, np.int64)
+    seeds, comp_l = np.empty(L, np.int64), np.empty(L, np.int64)
     stack = np.empty(len(child) + len(sent) + len(jkids) + 1, np.int64)
     status = 0
     heapify(ht, hk, hi, hv, FI, hsize)
@@ -611,5 +596,4 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                     ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + left / r, SEND_DONE, f,
                                                FI[f, VERSION])
                     hsize += 1
-    si[S_HSIZE] = hsize
     return status, plinks, FF, FI
