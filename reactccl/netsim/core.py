@@ -18,7 +18,8 @@ Same model, same events and same batching as the pure-Python
   rounds of :func:`~reactccl.netsim.maxmin.max_min_rates` (Bertsekas & Gallager §6.5.2) over its
   non-slack links and each flow's path capacity, the slower flows there taking their share of
   capacity as fixed;
-* the event heap is four parallel arrays ordered by (time, kind, id).
+* the event heap is four parallel arrays ordered by (time, kind, id), given in any order and
+  heapified first.
 
 Arrays that grow (flows emitted by periodic sources, the heap) are reallocated here and handed
 back. The kernel returns a status: 0 done, 1 no events left with watched flows pending,
@@ -35,7 +36,6 @@ SEND_DONE, ARRIVE, RELEASE, PERIODIC = 0, 1, 2, 3
 (S_NFLOWS, S_NPL, S_HSIZE, S_EVENTS, S_BATCHES, S_PENDING, S_MAXEV, S_MAXBL, S_ARG, S_NSTATIC, S_SOLVES, S_SOLVED,
  S_HMAX, S_ROUNDS, S_PASSES, S_FULL) = range(16)
 NUM_SI = 16
-TIME_TOL = 1e-12
 RATE_TOL = 1e-12
 MAXMIN_TOL = 1e-12  # = reactccl.netsim.maxmin.REL_TOL
 FREEZE_TOL = 1e-9
@@ -49,46 +49,74 @@ def _grow_f(a, n):
     return b
 
 
-@njit(cache=True)
-def _less(ht, hk, hi, a, b):
-    if ht[a] != ht[b]:
-        return ht[a] < ht[b]
-    if hk[a] != hk[b]:
-        return hk[a] < hk[b]
-    return hi[a] < hi[b]
+@njit(cache=True, inline="always")
+def _less(ht, hk, hi, a, b):                 # (time, kind, id) order
+    return ht[a] < ht[b] or (ht[a] == ht[b] and (hk[a] < hk[b] or (hk[a] == hk[b] and hi[a] < hi[b])))
 
 
-@njit(cache=True)
-def _swap(ht, hk, hi, hv, a, b):
+@njit(cache=True, inline="always")
+def _swap(ht, hk, hi, hv, FI, a, b):
     ht[a], ht[b] = ht[b], ht[a]
     hk[a], hk[b] = hk[b], hk[a]
     hi[a], hi[b] = hi[b], hi[a]
     hv[a], hv[b] = hv[b], hv[a]
+    if hk[a] == SEND_DONE:                   # a flow's finish entry knows where it is
+        FI[hi[a], HPOS] = a
+    if hk[b] == SEND_DONE:
+        FI[hi[b], HPOS] = b
 
 
-@njit(cache=True)
-def heap_push(ht, hk, hi, hv, n, t, k, i, v):
+@njit(cache=True, inline="always")
+def _sift_up(ht, hk, hi, hv, FI, c):
+    while c > 0:
+        p = (c - 1) >> 1
+        if _less(ht, hk, hi, c, p):
+            _swap(ht, hk, hi, hv, FI, c, p)
+            c = p
+        else:
+            break
+    return c
+
+
+@njit(cache=True, inline="always")
+def heap_push(ht, hk, hi, hv, FI, n, t, k, i, v):
     """Push (t, k, i, v) onto a heap of size n; returns the (maybe grown) arrays."""
     if n >= len(ht):
         ht, hk, hi, hv = _grow_f(ht, n + 1), _grow_f(hk, n + 1), _grow_f(hi, n + 1), _grow_f(hv, n + 1)
     ht[n], hk[n], hi[n], hv[n] = t, k, i, v
-    c = n
-    while c > 0:
-        p = (c - 1) >> 1
-        if _less(ht, hk, hi, c, p):
-            _swap(ht, hk, hi, hv, c, p)
-            c = p
-        else:
-            break
+    if k == SEND_DONE:
+        FI[i, HPOS] = n
+    _sift_up(ht, hk, hi, hv, FI, n)
     return ht, hk, hi, hv
 
 
-@njit(cache=True)
-def heap_pop(ht, hk, hi, hv, n):
+@njit(cache=True, inline="always")
+def heap_pop(ht, hk, hi, hv, FI, n):
     """Remove the top of a heap of size n (read it first at index 0)."""
     n -= 1
-    _swap(ht, hk, hi, hv, 0, n)
-    c = 0
+    _swap(ht, hk, hi, hv, FI, 0, n)
+    if hk[n] == SEND_DONE:
+        FI[hi[n], HPOS] = -1
+    _sift_down(ht, hk, hi, hv, FI, 0, n)
+
+
+@njit(cache=True, inline="always")
+def heap_move(ht, hk, hi, hv, FI, c, n, t, v):
+    """Give entry c of a heap of size n the time t and version v, and move it to its place."""
+    ht[c], hv[c] = t, v
+    _sift_down(ht, hk, hi, hv, FI, _sift_up(ht, hk, hi, hv, FI, c), n)
+
+
+@njit(cache=True)
+def heapify(ht, hk, hi, hv, FI, n):
+    """Order the first n entries as a heap (Floyd's bottom-up construction)."""
+    for c in range(n // 2 - 1, -1, -1):
+        _sift_down(ht, hk, hi, hv, FI, c, n)
+
+
+@njit(cache=True, inline="always")
+def _sift_down(ht, hk, hi, hv, FI, c, n):
+    """Move entry c of a heap of size n down to its place."""
     while True:
         a = 2 * c + 1
         if a >= n:
@@ -96,7 +124,7 @@ def heap_pop(ht, hk, hi, hv, n):
         b = a + 1
         m = b if b < n and _less(ht, hk, hi, b, a) else a
         if _less(ht, hk, hi, m, c):
-            _swap(ht, hk, hi, hv, m, c)
+            _swap(ht, hk, hi, hv, FI, m, c)
             c = m
         else:
             break
@@ -104,11 +132,11 @@ def heap_pop(ht, hk, hi, hv, n):
 
 # columns of the per-flow float array FF and int array FI
 REM, RATE, TLAST, LAT, START, SEND_END, END, PATHCAP, NEWRATE = range(9)
-PSTART, PLEN, WAITING, VERSION, WATCHED, ORIGIN, FMARK, CHECKED, FRESH = range(9)
-NF_COLS, NI_COLS = 9, 9
+PSTART, PLEN, WAITING, VERSION, WATCHED, ORIGIN, FMARK, CHECKED, FRESH, HPOS = range(10)
+NF_COLS, NI_COLS = 9, 10
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def water_fill(comp_f, comp_l, cap, lbuf, lstart, lcnt, plinks, FF, FI, lin, stamp, crem, nrem, share, bott,
                unfixed):
     """Max-min rates (column NEWRATE) of the flows ``comp_f`` (marked ``FI[f, FMARK] == stamp``)
@@ -191,7 +219,7 @@ def _grow_rows(a, n):
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _feed(ptr, kids, f, jwait, jptr, jkids, FI, started, ns, stack):
     """One input arrives at each child of flow ``f`` (CSR ``ptr``/``kids``); flows whose last
     input it was go to ``started[ns:]``, joins whose last input it was fire and feed their
@@ -218,7 +246,7 @@ def _feed(ptr, kids, f, jwait, jptr, jkids, FI, started, ns, stack):
     return ns
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_links(f, plinks, FI, lcnt, lsum, cap, lin, stamp, comp_l, ncl):
     """Add flow ``f``'s non-slack links (more than one flow, path capacities above the capacity)
     to ``comp_l[:ncl]``; returns the new count."""
@@ -261,34 +289,56 @@ def _has_bottleneck(g, stamp, cpass, cap, lbuf, lstart, lcnt, lsum, plinks, FF, 
 
 
 @njit(cache=True)
+def _state(bits, lat, pathcap, pstart, plen, waiting, watched, origin, nper, rel_t, rel_f, ht0, hk0, hi0):
+    """The per-flow arrays FF, FI (room for 64 flows per periodic source) and the start heap
+    (releases, then the entries ``ht0..hi0``; heapified by the caller)."""
+    F = len(bits)
+    FC = max(F + 64 * nper, 1)
+    FF = np.zeros((FC, NF_COLS))
+    FI = np.zeros((FC, NI_COLS), np.int64)
+    for f in range(F):
+        FF[f, REM], FF[f, LAT], FF[f, PATHCAP] = bits[f], lat[f], pathcap[f]
+        FF[f, START] = FF[f, SEND_END] = FF[f, END] = np.nan
+        FI[f, PSTART], FI[f, PLEN], FI[f, WAITING], FI[f, WATCHED] = pstart[f], plen[f], waiting[f], watched[f]
+        FI[f, ORIGIN] = origin[f]
+    FI[F:, ORIGIN] = -1
+    FI[:, HPOS] = -1                          # no finish entry in the heap
+    n = max(len(rel_t) + len(ht0), 1)
+    ht, hk, hi, hv = np.zeros(n), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    m = len(rel_t)
+    ht[:m], hk[:m], hi[:m] = rel_t, RELEASE, rel_f
+    ht[m:m + len(ht0)], hk[m:m + len(ht0)], hi[m:m + len(ht0)] = ht0, hk0, hi0
+    return FF, FI, ht, hk, hi, hv, m + len(ht0)
+
+
+@njit(cache=True, error_model="numpy")
 def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
              per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
-             lbuf, lstart, lcnt, plinks, ppos, FF, FI, ht, hk, hi, hv, sf, si):
+             lbuf, lstart, plinks, pstart, plen, lat, pathcap, bits, waiting, watched, origin, rel_t, rel_f,
+             ht0, hk0, hi0, sf, si):
     """Run until no watched flow is pending (see the module docstring for the status codes).
-    ``sf[0]`` is the time; ``si`` the integer scalars (``S_*``). Returns
-    ``(status, plinks, ppos, FF, FI, ht, hk, hi, hv)``."""
+    Inputs as :func:`reactccl.netsim.prepare.prepare` returns them, plus each flow's ``bits``,
+    ``waiting``, ``watched`` and ``origin`` (periodic source of a carried-over burst, -1: none)
+    and heap entries ``ht0..hi0`` (periodic sources' first emissions). ``jwait`` is counted
+    down. ``sf`` is ``[time, coalesce]``; ``si`` the integer scalars (``S_*``). Returns
+    ``(status, plinks, FF, FI)`` (the run cannot be continued)."""
     L = len(cap)
-    nstatic = si[S_NSTATIC]
-    lmark = np.zeros(L, np.int64)
-    lin = np.zeros(L, np.int64)
-    lchk = np.zeros(L, np.int64)
-    lstat = np.zeros((L, 2))
-    cpass = si[S_PASSES]
+    nstatic = si[S_NSTATIC] = si[S_NFLOWS] = len(bits)
+    si[S_NPL] = len(plinks)
+    FF, FI, ht, hk, hi, hv, hsize = _state(bits, lat, pathcap, pstart, plen, waiting, watched, origin,
+                                          len(per_period), rel_t, rel_f, ht0, hk0, hi0)
+    lcnt, ppos = np.zeros(L, np.int64), np.zeros(len(plinks), np.int64)
+    lmark, lin, lchk = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L, np.int64)
+    lstat, cpass = np.zeros((L, 2)), si[S_PASSES]
     lsum = np.zeros(L)                      # sum of the path capacities of the active flows on each link
-    seeds = np.empty(L, np.int64)
-    crem = np.zeros(L)
-    nrem = np.zeros(L, np.int64)
-    share = np.zeros(L)
-    bott = np.zeros(L, np.int8)
-    unfixed = np.empty(64, np.int64)
-    hsize = si[S_HSIZE]
+    crem, nrem, share = np.zeros(L), np.zeros(L, np.int64), np.zeros(L)
+    bott, unfixed = np.zeros(L, np.int8), np.empty(64, np.int64)
     FC = FF.shape[0]
-    started = np.empty(FC, np.int64)
-    stopped = np.empty(FC, np.int64)
-    comp_f = np.empty(FC, np.int64)
-    comp_l = np.empty(L, np.int64)
+    started, stopped, comp_f = np.empty(FC, np.int64), np.empty(FC, np.int64), np.empty(FC, np.int64)
+    seeds, comp_l = np.empty(L, np.int64), np.empty(L, np.int64)
     stack = np.empty(len(child) + len(sent) + len(jkids) + 1, np.int64)
     status = 0
+    heapify(ht, hk, hi, hv, FI, hsize)
     while si[S_PENDING] > 0:
         if si[S_EVENTS] > si[S_MAXEV]:
             status = 2
@@ -304,7 +354,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
         stamp = si[S_BATCHES]
         while hsize > 0 and ht[0] <= limit:
             k, i, v = hk[0], hi[0], hv[0]
-            heap_pop(ht, hk, hi, hv, hsize)
+            heap_pop(ht, hk, hi, hv, FI, hsize)
             hsize -= 1
             if k == SEND_DONE:
                 if v != FI[i, VERSION]:
@@ -317,7 +367,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                     inflight[o] -= 1
                 FF[i, SEND_END] = t
                 FF[i, REM] = 0.0
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, hsize, t + FF[i, LAT], ARRIVE, i, 0)
+                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + FF[i, LAT], ARRIVE, i, 0)
                 hsize += 1
                 if i < nstatic:
                     nst = _feed(sent_ptr, sent, i, jwait, jptr, jkids, FI, started, nst, stack)
@@ -359,6 +409,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 FI[fid, PSTART] = q
                 FI[fid, PLEN] = n
                 FI[fid, ORIGIN] = i
+                FI[fid, HPOS] = -1
                 inflight[i] += 1
                 sf[0] = t
                 if inflight[i] > si[S_MAXBL]:
@@ -368,7 +419,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 started[nst] = fid
                 nst += 1
                 next_periodic[i] = t + per_period[i]
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, hsize, t + per_period[i], PERIODIC, i, 0)
+                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + per_period[i], PERIODIC, i, 0)
                 hsize += 1
         if status:
             break
@@ -465,6 +516,8 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 base = lstart[l]
                 for s in range(lcnt[l]):
                     g = lbuf[base + s]
+                    if FI[g, FMARK] != stamp and FF[g, RATE] < lam:
+                        continue                  # below lam: its rate is exact (module docstring)
                     if FI[g, CHECKED] == cpass:
                         continue
                     FI[g, CHECKED] = cpass
@@ -536,8 +589,11 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
             FF[f, RATE] = r
             FF[f, TLAST] = t
             FI[f, VERSION] += 1
-            if left != np.inf:
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, hsize, t + left / r, SEND_DONE, f, FI[f, VERSION])
-                hsize += 1
-    si[S_HSIZE] = hsize
-    return status, plinks, ppos, FF, FI, ht, hk, hi, hv
+            if left != np.inf:                # its finish entry moves (no stale entries are left)
+                if FI[f, HPOS] >= 0:
+                    heap_move(ht, hk, hi, hv, FI, FI[f, HPOS], hsize, t + left / r, FI[f, VERSION])
+                else:
+                    ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + left / r, SEND_DONE, f,
+                                               FI[f, VERSION])
+                    hsize += 1
+    return status, plinks, FF, FI

@@ -8,7 +8,8 @@ many of them at once (see :mod:`.joins`); it then sends at its max-min fair rate
 (``send_end``) and its data arrives ``latency`` seconds later (``end``). So an
 uncontended flow takes ``latency + bytes * 8 / min capacity``.
 
-Events at equal times (within 1e-12 relative) are handled as one batch, after
+Events at equal times (within 1e-12 relative of the earliest live event: a finish
+entry superseded by a rate change is no event) are handled as one batch, after
 which rates are recomputed only in the connected component(s) of the
 flow-link graph that the batch touched: other flows keep their rates and their
 pending finish events. A flow alone on its links gets its path's smallest
@@ -80,6 +81,19 @@ class FluidEngine:
         self.max_events = None if max_events is None else int(max_events)
         self.max_backlog = int(max_backlog)
         self.cap = np.asarray(capacity, dtype=np.float64)
+        self._init_flows()
+        self.periodic: list[tuple[tuple[int, ...], float, float, float]] = []
+        self.next_periodic: list[float] = []
+        self.origin: dict[int, int] = {}  # flow id -> periodic source that emitted it
+        self.inflight: list[int] = []  # per periodic source: its bursts still sending
+        self.heap: list[tuple[float, int, int, int]] = []
+        self.pending = 0  # watched flows not yet arrived
+        self.time = 0.0
+        self.events = 0
+        self.batches = 0
+
+    def _init_flows(self) -> None:
+        """The per-flow and per-join state (Python lists; the compiled engine keeps arrays instead)."""
         self.cap_list = self.cap.tolist()
         self.link_flows: list[set[int]] = [set() for _ in range(len(self.cap))]
         self.paths: list[tuple[int, ...]] = []
@@ -98,15 +112,6 @@ class FluidEngine:
         self.start: list[float] = []
         self.send_end: list[float] = []
         self.end: list[float] = []
-        self.periodic: list[tuple[tuple[int, ...], float, float, float]] = []
-        self.next_periodic: list[float] = []
-        self.origin: dict[int, int] = {}  # flow id -> periodic source that emitted it
-        self.inflight: list[int] = []  # per periodic source: its bursts still sending
-        self.heap: list[tuple[float, int, int, int]] = []
-        self.pending = 0  # watched flows not yet arrived
-        self.time = 0.0
-        self.events = 0
-        self.batches = 0
 
     @property
     def num_flows(self) -> int:
@@ -245,6 +250,8 @@ class FluidEngine:
                     f"event count grew past max_events={max_events} at t={self.time:.6g} s with {self.pending} "
                     f"watched flows pending and {len(self.paths)} flows in all (periodic sources emitted "
                     f"{len(self.origin)}); the run would not end in reasonable time")
+            while heap and heap[0][1] == _SEND_DONE and heap[0][3] != self.version[heap[0][2]]:
+                pop(heap)  # superseded finish entries: a batch starts at the earliest live event
             if not heap:
                 waiting = [i for i, w in enumerate(self.watched) if w and self.end[i] != self.end[i]]
                 raise SimulationError(f"{len(waiting)} flows can never finish (first: flow {waiting[0]}); "

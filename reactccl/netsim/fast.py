@@ -4,14 +4,18 @@ Same inputs, same outputs and the same model as the pure-Python
 :class:`~reactccl.netsim.engine.FluidEngine`, which stays the reference (a test runs both on
 random dependency graphs with background and bulk flows and compares every flow's times to
 1e-9 relative). The loop itself is :func:`reactccl.netsim.core.run_loop` (numba, cached on disk
-after the first compile). Inputs are collected in Python lists by the ``add_*`` methods and
-turned into flat arrays once, when :meth:`run` is called.
+after the first compile), set up by :func:`reactccl.netsim.prepare.prepare_and_run` from a
+:class:`~reactccl.netsim.plan.FlowTable`: the blocks the ``add_*`` methods collected, or a ready
+table from :meth:`CompiledEngine.use_table` (what :class:`~reactccl.netsim.network.SimulatedNetwork`
+passes: its :class:`~reactccl.netsim.plan.EpochPlan` for the epoch's jobs, built once).
 
 Events handled at one instant: every event within ``1e-12`` relative of the earliest pending
 one is handled as one batch at that earliest time (both engines). That moves a flow's end by
 at most 1e-12 of the current time per event on its dependency chain, far below the 1e-9 the
-tests ask for; ``events`` counts handled events only (a finish event superseded by a rate
-change is skipped and not counted).
+tests ask for; ``events`` counts handled events only. A rate change moves the flow's finish
+entry in the heap (an indexed heap), so no superseded entries are left to pop; the reference
+drops superseded entries before it takes the earliest time, so in both a batch starts at the
+earliest live event.
 """
 
 from __future__ import annotations
@@ -20,10 +24,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import core
+from . import core, prepare
 from .engine import MAX_EVENTS_BASE, MAX_EVENTS_PER_FLOW, FluidEngine, SimulationError
+from .plan import FlowTable
 
 __all__ = ["CompiledEngine"]
+
+_NO_PERIODIC = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0),
+                np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 
 
 def _csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -35,14 +43,14 @@ def _csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 class CompiledEngine(FluidEngine):
     """:class:`~reactccl.netsim.engine.FluidEngine` with a compiled :meth:`run` (same arguments,
-    attributes and errors). Flows and joins are kept as array blocks; :meth:`add_flow_arrays`
-    and :meth:`add_join_arrays` take CSR arrays directly (what the executors use, no Python
-    lists per flow). ``start``, ``send_end`` and ``end`` are numpy arrays after the run."""
+    attributes and errors). Flows and joins are kept as :class:`~reactccl.netsim.plan.FlowTable`
+    blocks; :meth:`add_flow_arrays` and :meth:`add_join_arrays` take CSR arrays directly, and
+    :meth:`use_table` a whole ready table (an :class:`~reactccl.netsim.plan.EpochPlan`'s). ``start``,
+    ``send_end`` and ``end`` are numpy arrays after the run, and ``path_links``/``path_start``/
+    ``path_len`` each flow's path in it."""
 
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._flow_blocks: list[tuple] = []
-        self._join_blocks: list[tuple] = []
+    def _init_flows(self) -> None:
+        self._blocks: list[tuple[FlowTable, np.ndarray | None]] = []
         self._nflows = 0
         self._njoins = 0
 
@@ -82,16 +90,9 @@ class CompiledEngine(FluidEngine):
         if F and lens.min() < 1:
             raise SimulationError(f"flow {self._nflows + int(np.argmin(lens))}: empty path "
                                   "(source and destination on one host)")
-        first = self._nflows
-        self._flow_blocks.append((ptr, np.asarray(links, dtype=np.int64), np.asarray(nbytes, dtype=np.float64) * 8.0,
-                                  np.asarray(latency, dtype=np.float64), np.asarray(waiting, dtype=np.int64),
-                                  np.asarray(child_ptr, dtype=np.int64), np.asarray(child, dtype=np.int64),
-                                  np.asarray(sent_ptr, dtype=np.int64), np.asarray(sent, dtype=np.int64),
-                                  np.asarray(release, dtype=np.float64), bool(watched)))
-        self._nflows += F
-        if watched:
-            self.pending += F
-        return first
+        table = FlowTable.of_paths(ptr, links, latency, np.asarray(nbytes, dtype=np.float64) * 8.0, waiting,
+                                   np.full(F, int(bool(watched))), release, (child_ptr, child), (sent_ptr, sent))
+        return self._add(table, None)
 
     def add_joins(self, waiting, children) -> int:
         """As :meth:`FluidEngine.add_joins`."""
@@ -111,32 +112,35 @@ class CompiledEngine(FluidEngine):
             raise SimulationError(f"join {self._njoins + int(np.argmin(w))}: waits on {int(w.min())} inputs, "
                                   "needs >= 1")
         first = self._njoins
-        self._join_blocks.append((w, np.asarray(child_ptr, dtype=np.int64), np.asarray(child, dtype=np.int64)))
-        self._njoins += len(w)
+        e = np.zeros(0)
+        self._add(FlowTable.of_paths(np.zeros(1, np.int64), [], e, e, e, e, e, joins=(w, child_ptr, child)), None)
         return first
 
-    def _flows(self):
-        """All flow blocks joined: paths, per-flow arrays and the two child CSRs."""
-        blocks = self._flow_blocks
-        F = self._nflows
+    def use_table(self, table: FlowTable, rows: np.ndarray) -> int:
+        """Add a ready table (its ids already global: flows from :attr:`num_flows`, joins from
+        :attr:`num_joins`), each flow taking its row ``rows[f]`` (shape ``(F,)``, ``0 .. K-1``).
+        Returns the id of the first flow."""
+        if len(rows) != table.num_flows:
+            raise SimulationError(f"use_table: {len(rows)} rows for {table.num_flows} flows")
+        return self._add(table, np.asarray(rows, dtype=np.int64))
 
-        def cat_csr(pi, ci):
-            ptrs, flat, base = [np.zeros(1, dtype=np.int64)], [], 0
-            for b in blocks:
-                ptrs.append(b[pi][1:] - b[pi][0] + base)
-                flat.append(b[ci][b[pi][0]:b[pi][-1]])
-                base += int(b[pi][-1] - b[pi][0])
-            return np.concatenate(ptrs), (np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64))
+    def _add(self, table: FlowTable, rows: np.ndarray | None) -> int:
+        first = self._nflows
+        self._blocks.append((table, rows))
+        self._nflows += table.num_flows
+        self._njoins += len(table.jwait)
+        self.pending += int(np.count_nonzero(table.watched))
+        return first
 
-        def cat(i, dtype):
-            return np.concatenate([b[i] for b in blocks]).astype(dtype) if blocks else np.zeros(0, dtype)
-
-        pptr, plinks = cat_csr(0, 1)
-        cptr, child = cat_csr(5, 6)
-        sptr, sent = cat_csr(7, 8)
-        watched = np.concatenate([np.full(len(b[0]) - 1, b[10]) for b in blocks]) if blocks else np.zeros(0, bool)
-        return (F, pptr, plinks, cat(2, np.float64), cat(3, np.float64), cat(4, np.int64), cptr, child, sptr, sent,
-                cat(9, np.float64), watched)
+    def _table(self) -> tuple[FlowTable, np.ndarray]:
+        """All blocks as one table, and each flow's row."""
+        if not self._blocks:
+            e = np.zeros(0)
+            return FlowTable.of_paths(np.zeros(1, np.int64), [], e, e, e, e, e), np.zeros(0, np.int64)
+        rows = [r if r is not None else np.zeros(t.num_flows, np.int64) for t, r in self._blocks]
+        if len(self._blocks) == 1:
+            return self._blocks[0][0], rows[0]
+        return FlowTable.concat([t for t, _ in self._blocks]), np.concatenate(rows)
 
     def run(self) -> float:
         """Advance until every watched flow has arrived; returns that time (s).
@@ -144,66 +148,39 @@ class CompiledEngine(FluidEngine):
         Raises:
             SimulationError: as :meth:`FluidEngine.run`.
         """
-        L, P = len(self.cap), len(self.periodic)
-        F, pptr, plinks, bits, lat, waiting, child_ptr, child, sent_ptr, sent, release, watched = self._flows()
-        self.watched = watched.tolist()
+        t, rows = self._table()
+        F = t.num_flows
+        self.watched = t.watched
         max_events = self.max_events
         if max_events is None:
             max_events = self.events + MAX_EVENTS_BASE + MAX_EVENTS_PER_FLOW * F
-        plen = np.diff(pptr)
-        per_ptr, per_links = _csr([p[0] for p in self.periodic])
-        # slots per link: every flow that ever crosses it, plus a full backlog per periodic source
-        lcapn = np.bincount(plinks, minlength=L) + np.bincount(per_links, minlength=L) * (self.max_backlog + 1)
-        lstart = np.zeros(L, dtype=np.int64)
-        np.cumsum(lcapn[:-1], out=lstart[1:])
-        FC = max(F + 64 * P, 1)
-        FF = np.zeros((FC, core.NF_COLS))
-        FI = np.zeros((FC, core.NI_COLS), dtype=np.int64)
-        FF[:F, core.REM] = bits
-        FF[:F, core.LAT] = lat
-        FF[:F, core.START:core.END + 1] = np.nan
-        caps = self.cap[plinks] if F else np.zeros(0)
-        FF[:F, core.PATHCAP] = np.minimum.reduceat(caps, pptr[:-1]) if F else 0.0
-        FI[:F, core.PSTART] = pptr[:-1]
-        FI[:F, core.PLEN] = plen
-        FI[:F, core.WAITING] = waiting
-        FI[:F, core.WATCHED] = watched
-        FI[:, core.ORIGIN] = -1
+        P = len(self.periodic)
+        if P:
+            per_ptr, per_links = _csr([p[0] for p in self.periodic])
+            per = np.array([(q[1] * 8.0, q[2], q[3]) for q in self.periodic])
+            h = np.array([(e[0], e[1], e[2]) for e in self.heap]).reshape(-1, 3)
+            per_bits, per_lat, per_period = per[:, 0].copy(), per[:, 1].copy(), per[:, 2].copy()
+            ht0, hk0, hi0 = h[:, 0].copy(), h[:, 1].astype(np.int64), h[:, 2].astype(np.int64)
+        else:                 # self.heap only ever holds periodic entries; the kernel reads these only
+            per_ptr, per_links, per_bits, per_lat, per_period, ht0, hk0, hi0 = _NO_PERIODIC
+        origin = np.full(F, -1, dtype=np.int64)
         for fid, src in self.origin.items():
-            FI[fid, core.ORIGIN] = src
-        rel = np.flatnonzero((waiting == 0) & (release != np.inf))
-        heap = [(float(t), 2, int(i), 0) for t, i in zip(release[rel].tolist(), rel.tolist())] + self.heap
-        if heap:
-            ht, hk, hi, hv = (np.array(c) for c in zip(*heap))
-            ht, hk, hi, hv = ht.astype(np.float64), hk.astype(np.int64), hi.astype(np.int64), hv.astype(np.int64)
-            order = np.lexsort((hv, hi, hk, ht))      # a sorted array is a valid heap
-            ht, hk, hi, hv = ht[order], hk[order], hi[order], hv[order]
-        else:
-            ht, hk, hi, hv = np.zeros(1), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64)
-        hsize = len(heap)
-        jb = self._join_blocks
-        jwait = np.concatenate([b[0] for b in jb]) if jb else np.zeros(0, dtype=np.int64)
-        jptr = np.concatenate([np.zeros(1, np.int64)] + [b[1][1:] - b[1][0] + o for b, o in zip(
-            jb, np.cumsum([0] + [int(b[1][-1] - b[1][0]) for b in jb])[:-1])]) if jb else np.zeros(1, np.int64)
-        jkids = np.concatenate([b[2][b[1][0]:b[1][-1]] for b in jb]) if jb else np.zeros(0, dtype=np.int64)
-        per = np.array([(q[1] * 8.0, q[2], q[3]) for q in self.periodic]).reshape(-1, 3)
-        next_periodic = np.asarray(self.next_periodic, dtype=np.float64)
-        inflight = np.asarray(self.inflight, dtype=np.int64)
-        sf = np.array([self.time, self.coalesce])
+            origin[fid] = src
+        next_periodic = np.asarray(self.next_periodic, dtype=np.float64) if P else per_bits
+        inflight = np.asarray(self.inflight, dtype=np.int64) if P else per_links
         si = np.zeros(core.NUM_SI, dtype=np.int64)
-        si[core.S_NFLOWS], si[core.S_NPL], si[core.S_HSIZE] = F, len(plinks), hsize
         si[core.S_EVENTS], si[core.S_BATCHES], si[core.S_PENDING] = self.events, self.batches, self.pending
-        si[core.S_MAXEV], si[core.S_MAXBL], si[core.S_NSTATIC] = max_events, self.max_backlog, F
-        lbuf = np.zeros(max(int(lcapn.sum()), 1), dtype=np.int64)
-        status, plinks, ppos, FF, FI, ht, hk, hi, hv = core.run_loop(
-            self.cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
-            per_ptr, per_links, per[:, 0].copy(), per[:, 1].copy(), per[:, 2].copy(), next_periodic, inflight,
-            lbuf, lstart, np.zeros(L, dtype=np.int64), plinks, np.zeros(len(plinks), dtype=np.int64), FF, FI,
-            ht, hk, hi, hv, sf, si)
+        si[core.S_MAXEV], si[core.S_MAXBL] = max_events, self.max_backlog
+        sf = np.array([float(self.time), self.coalesce])
+        plinks, pstart, plen, lat, pathcap, lstart, lbuf, rel_t, rel_f = prepare.prepare(
+            self.cap, t.tlen, t.tstart, t.tlinks, t.tlat, rows, t.waiting, t.release, per_links, self.max_backlog + 1)
+        status, plinks, FF, FI = core.run_loop(
+            self.cap, t.child_ptr, t.child, t.sent_ptr, t.sent, t.jwait.copy(), t.jptr, t.jkids,
+            per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
+            lbuf, lstart, plinks, pstart, plen, lat, pathcap, t.bits, t.waiting, t.watched, origin, rel_t, rel_f,
+            ht0, hk0, hi0, sf, si)
         self._unpack(FF, FI, plinks, si, sf, next_periodic, inflight)
-        self.stats = {"solves": int(si[core.S_SOLVES]), "solved_flows": int(si[core.S_SOLVED]),
-                      "heap_max": int(si[core.S_HMAX]), "rounds": int(si[core.S_ROUNDS]),
-                      "passes": int(si[core.S_PASSES]), "full": int(si[core.S_FULL])}
+        self._si = si
         if status == 1:
             waiting = [i for i, w in enumerate(self.watched) if w and self.end[i] != self.end[i]]
             raise SimulationError(f"{len(waiting)} flows can never finish (first: flow {waiting[0]}); "
@@ -222,15 +199,28 @@ class CompiledEngine(FluidEngine):
                 f"{nbytes * 8 / period / 1e9:.4g} Gbps but gets less, so its backlog never drains")
         return self.time
 
+    @property
+    def stats(self) -> dict[str, int]:
+        """The kernel's counters of the last run: solves, flows solved, largest heap, water-filling
+        rounds, passes (solve + check) and full-component fallbacks."""
+        si = self._si
+        return {"solves": int(si[core.S_SOLVES]), "solved_flows": int(si[core.S_SOLVED]),
+                "heap_max": int(si[core.S_HMAX]), "rounds": int(si[core.S_ROUNDS]),
+                "passes": int(si[core.S_PASSES]), "full": int(si[core.S_FULL])}
+
     def _unpack(self, FF, FI, plinks, si, sf, next_periodic, inflight) -> None:
         """Copy the kernel's state back into the attributes :class:`FluidEngine` has."""
         F0, n = self._nflows, int(si[core.S_NFLOWS])
         for f in range(F0, n):                      # flows the periodic sources emitted
             self.origin[f] = int(FI[f, core.ORIGIN])
-        self.watched.extend([False] * (n - F0))
+        if n > F0:
+            self.watched = np.concatenate([self.watched, np.zeros(n - F0, dtype=np.int64)])
         self._nflows = n
-        self.rem, self.rate, self.tlast = (FF[:n, c].copy() for c in (core.REM, core.RATE, core.TLAST))
-        self.start, self.send_end, self.end = (FF[:n, c].copy() for c in (core.START, core.SEND_END, core.END))
+        self.path_start, self.path_len = FI[:n, core.PSTART], FI[:n, core.PLEN]
+        self.path_links = plinks[:int(si[core.S_NPL])]
+        # views: FF is this run's own
+        self.rem, self.rate, self.tlast = FF[:n, core.REM], FF[:n, core.RATE], FF[:n, core.TLAST]
+        self.start, self.send_end, self.end = FF[:n, core.START], FF[:n, core.SEND_END], FF[:n, core.END]
         self.time = float(sf[0])
         self.events, self.batches = int(si[core.S_EVENTS]), int(si[core.S_BATCHES])
         self.pending = int(si[core.S_PENDING])

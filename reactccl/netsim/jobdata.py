@@ -50,6 +50,11 @@ class JobData:
         self._lat = np.stack(lats)
         self._flows = np.arange(F)
 
+    def table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every port's paths: length and offset into ``links`` shape ``(K, F)``, ``links``, and
+        latency (s) shape ``(K, F)``; K = 1 on a topology with fixed routes."""
+        return self._len, self._start, self._links, self._lat
+
     def epoch_paths(self, ports: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(ptr (F+1,), links, latency (F,))`` of the paths for the drawn ``ports`` (shape ``(F,)``)."""
         row = np.minimum(ports, self._len.shape[0] - 1)

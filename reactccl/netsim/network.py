@@ -32,6 +32,7 @@ from .fast import CompiledEngine
 from ..pattern.order import check_order
 from .jobdata import JobData
 from .joins import join_graph
+from .plan import EpochPlan, PathList
 
 __all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates", "ENGINES", "check_header_efficiency",
            "default_engine"]
@@ -205,6 +206,7 @@ class SimulatedNetwork(ResolvedBackground):
         self._carry: list[tuple[int, float]] = []  # (bulk source, bytes left) still sending
         self._paths_cache: tuple | None = None
         self._jobs: dict[tuple, JobData] = {}
+        self._plans: dict[tuple, EpochPlan] = {}
         self._distinct: set[bytes] = set()  # placements checked to repeat no host
         self.last_stats: dict[str, float] = {}
         self.max_backlog, self.max_events = max_backlog, max_events
@@ -221,6 +223,42 @@ class SimulatedNetwork(ResolvedBackground):
             while len(self._jobs) > 8:
                 self._jobs.pop(next(iter(self._jobs)))
         return jd
+
+    def _checked(self, placement) -> np.ndarray:
+        """``placement`` as host ids; an int64 array seen before (and so checked) as it is."""
+        if (type(placement) is np.ndarray and placement.dtype == np.int64 and placement.ndim == 1
+                and placement.tobytes() in self._distinct):
+            return placement
+        return _hosts(self.topology, placement)
+
+    def _plan(self, topology: Topology, jobs: Sequence[Job], scale: float) -> EpochPlan:
+        """The cached :class:`~reactccl.netsim.plan.EpochPlan` of ``jobs`` with this network's
+        long-lived background (by the identity of the jobs' data, the resolved background and the
+        header scale; the last 4 kept)."""
+        jds = [self._job_data(topology, job, k) for k, job in enumerate(jobs)]
+        key = (tuple(map(id, jds)), id(self._resolved), scale)
+        plan = self._plans.get(key)
+        if plan is None or plan.jobs != jds:              # JobData compares by identity
+            paths = self.background_paths()
+            ptr = np.zeros(len(paths) + 1, dtype=np.int64)
+            np.cumsum([len(x) for x in paths], out=ptr[1:])
+            links = np.concatenate(paths) if paths else np.zeros(0, np.int64)
+            lat = np.add.reduceat(topology.latency[links], ptr[:-1]) if paths else np.zeros(0)
+            plan = self._plans[key] = EpochPlan(jds, (ptr, links, lat), scale)
+            while len(self._plans) > 4:
+                self._plans.pop(next(iter(self._plans)))
+        return plan
+
+    def _add_reference(self, eng: FluidEngine, topology: Topology, job: Job, k: int, ports: np.ndarray,
+                       scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Add job ``k``'s flows and joins to the reference engine; returns its bytes per flow and
+        its paths (links, CSR ptr)."""
+        paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids, sent = _job_flows(
+            topology, job, k, ports, eng.num_flows, eng.num_joins, self.order)
+        eng.add_joins(jwait, jkids)
+        eng.add_flows(paths, nbytes * scale, lat, waiting, children, [0.0] * len(paths), watched=True,
+                      sent_children=sent)
+        return nbytes, links, ptr
 
     def _background(self, placement: np.ndarray):
         if self._resolved is None:
@@ -255,8 +293,7 @@ class SimulatedNetwork(ResolvedBackground):
             SimulationError: a job that cannot finish.
         """
         jobs = [j if isinstance(j, Job) else Job(*j) for j in jobs]
-        jobs = [Job(j.pattern, _hosts(self.topology, j.placement), _check_message(j.message_bytes,
-                                                                                  f"job {k}: message_bytes"))
+        jobs = [Job(j.pattern, self._checked(j.placement), _check_message(j.message_bytes, f"job {k}: message_bytes"))
                 for k, j in enumerate(jobs)]
         if not jobs:
             raise ValueError("run_jobs: no jobs")
@@ -272,46 +309,21 @@ class SimulatedNetwork(ResolvedBackground):
         topo = self.topology
         long_lived, bulks = self._background(jobs[0].placement)
         eng = ENGINES[self.engine](topo.capacity, self.max_events, self.max_backlog)
-        per_job = []
-        for k, job in enumerate(jobs):
-            F = job.pattern.num_flows
-            rng = np.random.default_rng([self.seed, self.epoch, k])
-            ports = rng.integers(self.ecmp_ports, size=F)
-            offset, joff = eng.num_flows, eng.num_joins
-            scale = 1.0 / self.header_efficiency
-            if hasattr(eng, "add_flow_arrays"):     # the compiled engine takes arrays
-                jd = self._job_data(topo, job, k)
-                ptr, links, lat = jd.epoch_paths(ports)
-                g, nbytes = jd.graph, jd.nbytes
-
-                def shift(ref):
-                    return np.where(ref >= 0, ref + offset, ref - joff)
-
-                eng.add_join_arrays(g.join_waiting, g.join_child_ptr, shift(g.join_child))
-                eng.add_flow_arrays(ptr, links, nbytes * scale, lat, g.flow_waiting, g.flow_child_ptr,
-                                    shift(g.flow_child), g.flow_sent_ptr, shift(g.flow_sent), np.zeros(F), True)
-            else:
-                paths, ptr, links, nbytes, lat, waiting, children, jwait, jkids, sent = _job_flows(
-                    topo, job, k, ports, offset, joff, self.order)
-                eng.add_joins(jwait, jkids)
-                eng.add_flows(paths, nbytes * scale, lat, waiting, children, [0.0] * F, watched=True,
-                              sent_children=sent)
-            per_job.append((offset, F, ports, ptr, links, nbytes))
-        if long_lived:
-            paths = self.background_paths()
-            k = len(paths)
-            if hasattr(eng, "add_flow_arrays"):
-                ptr = np.zeros(k + 1, dtype=np.int64)
-                np.cumsum([len(x) for x in paths], out=ptr[1:])
-                links = np.concatenate(paths)
-                lat = np.add.reduceat(topo.latency[links], ptr[:-1])
-                none = np.zeros(k + 1, dtype=np.int64)
-                eng.add_flow_arrays(ptr, links, np.full(k, np.inf), lat, np.zeros(k, np.int64), none, none[:0],
-                                    none, none[:0], np.zeros(k), False)
-            else:
-                paths = [x.tolist() for x in paths]
-                lat = [topo.path_latency(x) for x in paths]
-                eng.add_flows(paths, [np.inf] * k, lat, [0] * k, [()] * k, [0.0] * k, watched=False)
+        scale = 1.0 / self.header_efficiency
+        ports = [np.random.default_rng([self.seed, self.epoch, k]).integers(self.ecmp_ports, size=j.pattern.num_flows)
+                 for k, j in enumerate(jobs)]
+        if isinstance(eng, CompiledEngine):
+            plan = self._plan(topo, jobs, scale)
+            eng.use_table(plan.table, plan.rows(ports))
+            nbytes = [jd.nbytes for jd in plan.jobs]
+        else:
+            added = [self._add_reference(eng, topo, job, k, ports[k], scale) for k, job in enumerate(jobs)]
+            nbytes = [a[0] for a in added]
+            if long_lived:
+                paths = [x.tolist() for x in self.background_paths()]
+                k = len(paths)
+                eng.add_flows(paths, [np.inf] * k, [topo.path_latency(x) for x in paths], [0] * k, [()] * k,
+                              [0.0] * k, watched=False)
         bulk_paths = self.bulk_paths()
         for i, b in enumerate(bulks):
             path = bulk_paths[i]
@@ -322,19 +334,29 @@ class SimulatedNetwork(ResolvedBackground):
             eng.add_burst(src_idx, path.tolist(), left, topo.path_latency(path))
         eng.run()
         traces = []
-        for k, (job, (offset, F, ports, ptr, links, nbytes)) in enumerate(zip(jobs, per_job)):
-            start = np.array(eng.start[offset:offset + F])
+        offset = 0
+        for k, job in enumerate(jobs):
+            F = job.pattern.num_flows
+            if isinstance(eng, CompiledEngine):
+                ptr = np.zeros(F + 1, dtype=np.int64)
+                if F:
+                    ptr[:F] = eng.path_start[offset:offset + F]
+                    ptr[F] = ptr[F - 1] + eng.path_len[offset + F - 1]
+                paths = PathList(eng.path_links, ptr)
+            else:
+                paths = PathList(added[k][1], added[k][2])
             end = np.array(eng.end[offset:offset + F])
-            duration = float(end.max()) if F else 0.0
             traces.append(EpochTrace(
-                epoch=self.epoch, pattern=job.pattern, message_bytes=job.message_bytes, start=start, end=end,
-                flow_bytes=nbytes, duration=duration,
-                paths=np.split(links, ptr[1:-1]) if F else [],
-                meta={"epoch": self.epoch, "seed": self.seed, "job": k, "ports": ports,
+                epoch=self.epoch, pattern=job.pattern, message_bytes=job.message_bytes,
+                start=np.array(eng.start[offset:offset + F]), end=end, flow_bytes=nbytes[k],
+                duration=float(end.max()) if F else 0.0, paths=paths,
+                meta={"epoch": self.epoch, "seed": self.seed, "job": k, "ports": ports[k],
                       "ecmp_ports": self.ecmp_ports, "placement": job.placement,
                       "src_host": job.placement[job.pattern.src], "dst_host": job.placement[job.pattern.dst],
                       "topology": topo.name, "events": eng.events, "batches": eng.batches}))
-        self._save_bursts(eng)
+            offset += F
+        if bulks:
+            self._save_bursts(eng)
         self.last_stats = {"events": eng.events, "batches": eng.batches, "flows": eng.num_flows}
         self.clock += eng.time
         self.epoch += 1
