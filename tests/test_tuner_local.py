@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from reactccl.algorithms import generate
-from reactccl.pattern import PatternBuilder, verify
+from reactccl.pattern import verify
 from reactccl.trace import EpochTrace
 from reactccl.tuner import Placement, ReactController, ReactParams, Swap, Transform, ViableSwaps, detect_congestion, \
     run_baseline, run_react
@@ -14,20 +14,10 @@ from reactccl.tuner.local import estimated_epoch, local_search
 from reactccl.tuner.paths import schedule
 from reactccl.tuner.synthetic import SyntheticExecutor
 from reactccl.tuner.verdict import trial_verdict
+from test_tuner_detect import _chain  # 3 ranks: 0->1, 1->2, then 2 copies to 1 and 0 (steps 0, 1, 2, 2)
 
 S = 1e6
 C = 100e9
-
-
-def _chain():
-    # 3 ranks, one chunk: 0->1 (+), 1->2 (+), then 2 copies the sum to 1 and 0 (steps 0, 1, 2, 2)
-    b = PatternBuilder("allreduce", 3, name="chain")
-    c = b.chunk(1.0, 0)
-    b.flow(0, 0, 1, [c])
-    b.flow(1, 1, 2, [c])
-    b.flow(2, 2, 1, [c], "copy")
-    b.flow(2, 2, 0, [c], "copy")
-    return b.build()
 
 
 def _trace(p, fct, epoch=0):
