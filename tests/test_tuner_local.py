@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from reactccl.algorithms import generate
-from reactccl.pattern import PatternBuilder, verify
+from reactccl.pattern import verify
 from reactccl.trace import EpochTrace
 from reactccl.tuner import Placement, ReactController, ReactParams, Swap, Transform, ViableSwaps, detect_congestion, \
     run_baseline, run_react
@@ -14,20 +14,10 @@ from reactccl.tuner.local import estimated_epoch, local_search
 from reactccl.tuner.paths import schedule
 from reactccl.tuner.synthetic import SyntheticExecutor
 from reactccl.tuner.verdict import trial_verdict
+from test_tuner_detect import _chain  # 3 ranks: 0->1, 1->2, then 2 copies to 1 and 0 (steps 0, 1, 2, 2)
 
 S = 1e6
 C = 100e9
-
-
-def _chain():
-    # 3 ranks, one chunk: 0->1 (+), 1->2 (+), then 2 copies the sum to 1 and 0 (steps 0, 1, 2, 2)
-    b = PatternBuilder("allreduce", 3, name="chain")
-    c = b.chunk(1.0, 0)
-    b.flow(0, 0, 1, [c])
-    b.flow(1, 1, 2, [c])
-    b.flow(2, 2, 1, [c], "copy")
-    b.flow(2, 2, 0, [c], "copy")
-    return b.build()
 
 
 def _trace(p, fct, epoch=0):
@@ -200,15 +190,18 @@ def test_trial_verdict_by_hand():
 
 
 def test_a_trial_needs_a_gain_its_test_can_confirm():
-    # batch times 0.9, 1.1 (cv = 0.1095), 12 epochs of the current pattern, trials of at most
-    # 3 x 6 epochs: z x cv x sqrt(1/12 + 1/18) with z = 2
+    # 12 epochs of the current pattern at 0.9, 1.1, ... (median 1.0, MAD 0.1: robust cv 0.14826),
+    # trials of at most 3 x 6 epochs: z x cv x sqrt(1/12 + 1/18) with z = 2
     from types import SimpleNamespace
     ctrl = ReactController(generate("nccl-tree", 8), ReactParams())
-    ctrl.current_times.extend([1.0] * 12)
-    batch = [SimpleNamespace(duration=d) for d in [0.9, 1.1] * 3]
-    cv = np.std([0.9, 1.1] * 3, ddof=1)
-    assert ctrl._detectable(batch) == pytest.approx(2 * cv * np.sqrt(1 / 12 + 1 / 18))   # 0.0816
-    assert ctrl._detectable([SimpleNamespace(duration=1.0)] * 6) == 0.0
+    batch = [SimpleNamespace(duration=1.0)] * 6
+    assert ctrl._detectable(batch) == 0.0                    # no spread: any gain is confirmed
+    ctrl.current_times.extend([0.9, 1.1] * 6)
+    want = 2 * 0.14826 * np.sqrt(1 / 12 + 1 / 18)           # 0.1106
+    assert ctrl._detectable(batch) == pytest.approx(want)
+    # one hiccup epoch (0.9 -> 9.0): median 1.1, MAD still 0.1 (a std-based cv would be 2.2)
+    ctrl.current_times[0] = 9.0
+    assert ctrl._detectable(batch) == pytest.approx(2 * 1.4826 * 0.1 / 1.1 * np.sqrt(1 / 12 + 1 / 18))
 
 
 def test_no_congestion_with_noise_makes_no_change():

@@ -176,13 +176,7 @@ class CollectivePattern:
             raise PatternError("flows: chunk_ptr is not a CSR offset array for the flows' chunks")
         if F == 0:
             return
-        for name, arr in (("src", self.src), ("dst", self.dst)):
-            bad = np.flatnonzero((arr < 0) | (arr >= n))
-            if bad.size:
-                raise PatternError(f"flows[{bad[0]}].{name}: rank {arr[bad[0]]} out of range 0..{n - 1}")
-        bad = np.flatnonzero(self.src == self.dst)
-        if bad.size:
-            raise PatternError(f"flows[{bad[0]}]: self-flow from rank {self.src[bad[0]]} to itself")
+        self._check_ranks()
         bad = np.flatnonzero(self.step < 0)
         if bad.size:
             raise PatternError(f"flows[{bad[0]}].step: must be >= 0, got {self.step[bad[0]]}")
@@ -214,6 +208,41 @@ class CollectivePattern:
         if rep.size:
             k = s[rep[0]]
             raise PatternError(f"flows[{k // C}].chunks: chunk {k % C} listed twice")
+
+    def _check_ranks(self) -> None:
+        """The structural checks that read ``src``/``dst``: ranks in ``0..N-1``, no self-flow.
+
+        Raises:
+            PatternError: naming the first bad flow.
+        """
+        n = self.num_ranks
+        for name, arr in (("src", self.src), ("dst", self.dst)):
+            bad = np.flatnonzero((arr < 0) | (arr >= n))
+            if bad.size:
+                raise PatternError(f"flows[{bad[0]}].{name}: rank {arr[bad[0]]} out of range 0..{n - 1}")
+        bad = np.flatnonzero(self.src == self.dst)
+        if bad.size:
+            raise PatternError(f"flows[{bad[0]}]: self-flow from rank {self.src[bad[0]]} to itself")
+
+    def relabelled(self, src: np.ndarray, dst: np.ndarray, root: int | None = None) -> "CollectivePattern":
+        """A copy with new flow endpoints ``src``/``dst`` (shape ``(F,)``) and ``root``, everything
+        else shared; checks only what the new fields can break (:meth:`_check_ranks`, the root's
+        range), so it equals :meth:`replace` for a pattern that passed its checks — the tuner's
+        fast path for scoring many relabellings of one checked pattern.
+
+        Raises:
+            PatternError: a rank out of range, a self-flow, a bad root.
+        """
+        q = CollectivePattern.from_arrays(self.collective, self.num_ranks, self.chunk_size, self.chunk_graph,
+                                          self.step, src, dst, self.op, self.chunk_ptr, self.chunk_idx,
+                                          root=root, name=self.name, check=False)
+        if q.collective.needs_root and (q.root is None or not 0 <= q.root < q.num_ranks):
+            raise PatternError(f"root: {q.collective.value} needs a root in 0..{q.num_ranks - 1}, got {q.root}")
+        if q.num_flows and (len(q.src) != q.num_flows or len(q.dst) != q.num_flows):
+            raise PatternError(f"flows: {q.num_flows} steps but {len(q.src)} src / {len(q.dst)} dst entries")
+        if q.num_flows:
+            q._check_ranks()
+        return q
 
     def _check_blocks(self) -> None:
         n = self.num_ranks

@@ -127,7 +127,8 @@ def verify_bytes(num_ranks: int, num_chunks: int, num_pairs: int = 0, widest_ste
     return state + 48 * int(num_pairs) + max(step, final) + 64 * C + (1 << 20)
 
 
-def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> VerifyResult:
+def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
+           chunks: np.ndarray | None = None) -> VerifyResult:
     """Prove that ``pattern`` computes its collective, each contribution exactly once.
 
     Semantics as in this module's docstring: a rank starts with its own input
@@ -139,7 +140,11 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> Ve
     Args:
         pattern: the pattern to check.
         max_bytes: refuse (PatternError, before allocating) when :func:`verify_bytes`
-            estimates more than this.
+            estimates more than this (always judged on the whole pattern).
+        chunks: check only these chunk ids (shape ``(k,)``): their flow-chunk pairs and final
+            (rank, chunk) positions. Chunks never meet (a pair reads and writes one chunk), so
+            the whole pattern verifies iff every chunk does; the tuner checks only the chunk
+            graph a swap changed in a pattern whose other chunks are known to verify.
 
     Returns:
         A :class:`VerifyResult` on success.
@@ -166,6 +171,17 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> Ve
         raise PatternError(f"verify: exact check of {N} ranks x {C} chunks ({len(pf)} flow-chunk pairs, "
                            f"{widest} in the widest step) needs about {need / 2**30:.2f} GiB "
                            f"(limit {max_bytes / 2**30:.2f} GiB); use structural checks at this scale")
+    if chunks is not None:
+        chunks = np.unique(np.asarray(chunks, dtype=np.int64))
+        if chunks.size and (chunks[0] < 0 or chunks[-1] >= C):
+            raise PatternError(f"verify: chunk ids must be in 0..{C - 1}, got {chunks.tolist()[:8]}")
+        wanted = np.zeros(C, dtype=bool)
+        wanted[chunks] = True
+        order = order[wanted[p.chunk_idx[order]]]
+        step_sorted = p.step[pf][order]
+        cut = np.flatnonzero(step_sorted[1:] != step_sorted[:-1]) + 1
+        starts = np.concatenate(([0], cut)).astype(np.int64) if len(order) else np.zeros(0, dtype=np.int64)
+        ends = np.append(starts[1:], len(order)).astype(np.int64)
     state = np.zeros((N * C, 2, W), dtype=np.uint64)   # both planes of a position in one row
     ge1, ge2 = state[:, 0], state[:, 1]
     coll = p.collective
@@ -188,7 +204,7 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES) -> Ve
         except StepError as e:
             raise VerificationError(str(e), rank=e.rank, chunk=e.chunk, step=e.step, reason=e.reason,
                                     flow=e.flow) from None
-    _check_final(p, owner, ge1, ge2, last_write, first_dup, origin)
+    _check_final(p, owner, ge1, ge2, last_write, first_dup, origin, chunks)
     return VerifyResult(coll.value, N, C, p.num_flows, p.num_steps)
 
 
@@ -209,7 +225,7 @@ def _expected_rows(p, owner, keys: np.ndarray, W: int) -> np.ndarray | None:
     return out
 
 
-def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin) -> None:
+def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin, chunks=None) -> None:
     N, C = p.num_ranks, p.num_chunks
     coll = p.collective
     W = ge1.shape[1]
@@ -222,6 +238,9 @@ def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin) -> None:
         keys = p.root * C + np.arange(C)
     else:
         keys = None   # every (rank, chunk)
+    if chunks is not None:      # only the positions of these chunks
+        keys = (np.arange(N)[:, None] * C + chunks[None, :]).reshape(-1) if keys is None \
+            else keys[np.bincount(chunks, minlength=C)[keys % C] > 0]
     total = N * C if keys is None else len(keys)
     block = max(1, FINAL_BLOCK_BYTES // (W * 8))
     first_bad, n_bad = None, 0

@@ -278,18 +278,22 @@ class ReactController:
         return self._decide(e, after, d)
 
     def _detectable(self, batch: list[EpochTrace]) -> float:
-        """The smallest relative gain the trial's test can confirm: z x the batch's coefficient of
-        variation of epoch times x sqrt(1/n_prev + 1/n_trial), with n_prev the current pattern's
-        epochs kept for the verdict and n_trial the most epochs a trial may run. A smaller
+        """The smallest relative gain the trial's test can confirm: z x the coefficient of
+        variation of the current pattern's epoch times (those kept for the verdict, the batch
+        when none are) x sqrt(1/n_prev + 1/n_trial), with n_prev their number and n_trial the
+        most epochs a trial may run. A smaller
         estimated gain is not tried: noise alone never starts a trial, and a trial the test
         could not tell from noise would be judged by its sign only."""
         P = self.params
-        times = np.array([t.duration for t in batch])
-        if len(times) < 2 or times.mean() <= 0:
+        times = np.array(list(self.current_times) or [t.duration for t in batch])
+        med = float(np.median(times)) if len(times) else 0.0
+        if len(times) < 2 or med <= 0:
             return 0.0
-        cv = float(times.std(ddof=1) / times.mean())
-        n_prev = max(len(self.current_times), len(times))
-        return P.z * cv * float(np.sqrt(1.0 / n_prev + 1.0 / (P.B * P.max_trial_batches)))
+        # the spread as a robust coefficient of variation (1.4826 MAD / median): one hiccup
+        # epoch (the first epoch of a new pattern on real ranks, a descheduled process) is
+        # not the noise a trial must beat
+        cv = 1.4826 * float(np.median(np.abs(times - med))) / med
+        return P.z * cv * float(np.sqrt(1.0 / len(times) + 1.0 / (P.B * P.max_trial_batches)))
 
     def _start_trial(self, d: Decision, swaps: list[Swap], viable_before: dict, evidence: tuple,
                      after: Placement) -> None:

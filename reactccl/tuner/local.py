@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..pattern import CollectivePattern
+from ..pattern import CollectivePattern, PatternError, verify
 from .estimate import LinkModel, step_degrees
 from .paths import critical_path, schedule
 from .transforms import Placement, Swap, Transform, TunerError, ViableSwaps
@@ -67,6 +67,11 @@ class LocalResult:
     def gain(self) -> float:
         """est_before / est_after (> 1: estimated faster)."""
         return self.est_before / self.est_after if self.est_after > 0 else 1.0
+
+
+def graph_chunks(pattern: CollectivePattern, g: int) -> np.ndarray:
+    """Chunk ids of chunk graph ``g``, shape ``(k,)``."""
+    return np.flatnonzero(pattern.chunk_graph == g)
 
 
 def _hot_ranks(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray,
@@ -190,10 +195,19 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
                 continue
             visited.add(key)
             try:
-                # from a graph's set made stale by an earlier ③ move: verify (cheap next to
-                # recomputing the set, which costs seconds on 256 ranks)
-                q = nxt.pattern if sw.graph in stale else nxt.unverified_pattern()
-            except TunerError:
+                q = nxt.unverified_pattern()
+                if sw.graph in stale:
+                    # from a graph's set made stale by an earlier ③ move: verify (cheap next to
+                    # recomputing the set, which costs seconds on 256 ranks). Only that graph's
+                    # chunks: the swap relabels flows of that graph alone, chunks never meet, and
+                    # every other chunk verifies in cur_pat, so this passes iff verify(q) does
+                    verify(q, chunks=graph_chunks(cur_pat, sw.graph))
+                elif sw.kind is Transform.GLOBAL and "_deps" in cur_pat.__dict__:
+                    # ① renames ranks in every flow (and blocks by a bijection of chunk ids):
+                    # "earlier flows into my source touching my chunks" is the same relation,
+                    # so the same dependency arrays (tests/test_tuner_fastpath.py)
+                    q.__dict__["_deps"] = cur_pat.__dict__["_deps"]
+            except (TunerError, PatternError):
                 continue
             res.evals += 1
             est, v = scorer(q)
@@ -207,7 +221,7 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
         else:
             viable.update(cur, sw)
         cur = nxt
-        cur_pat = cur.pattern          # verified
+        cur_pat = cur.pattern          # verified (the whole pattern)
         res.moves.append(sw)
         res.estimates.append(est)
         res.est_after = est

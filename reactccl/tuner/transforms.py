@@ -173,6 +173,8 @@ class Placement:
         if p.collective.needs_root:
             fields["root"] = int(self.kappa[p.root])
         try:
+            if "chunk_idx" not in fields:       # only the endpoints (and root) move: check just those
+                return p.relabelled(self.src, self.dst, fields.get("root", p.root))
             return p.replace(**fields)
         except PatternError as exc:
             raise TunerError(f"tuner produced an incorrect pattern: {exc}") from exc
