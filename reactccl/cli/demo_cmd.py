@@ -250,13 +250,18 @@ def _decision_details(d: Any) -> list[str]:
         where = f" in chunk graph {s['graph']}" if s.get("graph") is not None else " in all chunk graphs"
         if s.get("t0") is not None:
             where += f", steps {s['t0']}-{s['t1']}"
-        node = s.get("node") or {}
-        why = f"for {node.get('kind', '?')}-congested rank {node.get('rank', '?')}"
+        node = s.get("node")
+        if node:    # Algorithm 1's swap: made for one congested rank
+            why = f"for {node.get('kind', '?')}-congested rank {node.get('rank', '?')}"
+        else:       # a local-search move: chosen on the learned link model's epoch estimate
+            why = "local search on the learned link model"
         if s.get("lowers_degree"):
             why += ", lowers its degree"
         est = ""
         if s.get("est_before_s") and s.get("est_after_s"):
             est = f"; critical path est. {format_time(s['est_before_s'])} -> {format_time(s['est_after_s'])}"
+        elif s.get("est_after_s"):
+            est = f"; epoch est. {format_time(s['est_after_s'])} after this move"
         out.append(f"{s.get('symbol', '')} swap ranks {s['a']} <-> {s['b']}{where} ({why}){est}")
     return out
 
