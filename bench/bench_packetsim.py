@@ -10,7 +10,10 @@
    (REACT arm only, as ``simulate --react`` runs it beside the baseline) would take at that rate;
    ``--react-epochs N`` runs N epochs of it with the REACT controller for real.
 
-    python bench/bench_packetsim.py [--repeat 2] [--epochs 3] [--react-epochs 0]
+   ``--replicas 2`` runs those epochs on two network replicas, one process each
+   (:mod:`reactccl.packetsim.replicas`).
+
+    python bench/bench_packetsim.py [--repeat 2] [--epochs 3] [--react-epochs 0] [--replicas 1]
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import time
 import numpy as np
 
 from reactccl.algorithms import generate
-from reactccl.packetsim import PacketCluster
+from reactccl.packetsim import PacketCluster, packet_replicas
 from reactccl.packetsim import anchors
 from reactccl.topology import fat_tree
 
@@ -56,7 +59,7 @@ def _timed(fn):
     return out, time.perf_counter() - t0
 
 
-def bench_tree(epochs: int, react_epochs: int) -> None:
+def bench_tree(epochs: int, react_epochs: int, replicas: int = 1) -> None:
     pattern = generate("nccl-tree", 8)
     topo = fat_tree(4)
     t0 = time.perf_counter()
@@ -79,16 +82,25 @@ def bench_tree(epochs: int, react_epochs: int) -> None:
         from reactccl.tuner import ReactController, ReactParams
 
         ctl = ReactController(pattern, ReactParams(seed=1))
-        cluster = PacketCluster(topo, np.arange(8), 20e6, background=["into:3:p=1"], seed=1, transport="dctcp")
         t0, c0 = time.perf_counter(), time.process_time()
+        args = (topo, np.arange(8), 20e6)
+        kw = dict(background=["into:3:p=1"], seed=1, transport="dctcp")
+        cluster = PacketCluster(*args, **kw) if replicas == 1 else packet_replicas(replicas, *args, **kw)
         durs = []
-        for e in range(react_epochs):
-            tr = cluster.run_epoch(ctl.pattern_for_epoch(e))
-            ctl.observe(tr)
-            durs.append(tr.duration)
-        print(f"  REACT run, {react_epochs} epochs: {time.perf_counter() - t0:.0f} s wall, "
-              f"{time.process_time() - c0:.0f} s cpu; mean epoch {np.mean(durs) * 1e3:.3f} ms, "
-              f"{len(ctl.decisions)} decisions")
+        try:
+            for e in range(react_epochs):
+                tr = cluster.run_epoch(ctl.pattern_for_epoch(e))
+                ctl.observe(tr)
+                durs.append(tr.duration)
+        finally:
+            if replicas > 1:
+                cluster.close()
+        where = "in this process" if replicas == 1 else (f"on {replicas} replicas (epochs used per replica "
+                                                         f"{cluster.used}, speculative epochs dropped {cluster.dropped})")
+        print(f"  REACT run, {react_epochs} epochs {where}: {time.perf_counter() - t0:.0f} s wall, "
+              f"{time.process_time() - c0:.0f} s cpu of this process; mean epoch {np.mean(durs) * 1e3:.3f} ms, "
+              f"{len(ctl.decisions)} decisions, last 20 epochs {np.mean(durs[-20:]) * 1e3:.3f} ms, "
+              f"first 10 {np.mean(durs[:10]) * 1e3:.3f} ms")
 
 
 def main() -> None:
@@ -96,11 +108,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per packet-level scenario (best kept)")
     ap.add_argument("--epochs", type=int, default=3, help="epochs of the fat-tree benchmark")
     ap.add_argument("--react-epochs", type=int, default=0, help="also run this many epochs with REACT")
+    ap.add_argument("--replicas", type=int, default=1,
+                    help="run the REACT epochs on this many network replicas, one process each "
+                         "(reactccl.packetsim.replicas: speculates on the pattern staying the same)")
     ap.add_argument("--skip-anchors", action="store_true")
     args = ap.parse_args()
     if not args.skip_anchors:
         bench_anchors(args.repeat)
-    bench_tree(args.epochs, args.react_epochs)
+    bench_tree(args.epochs, args.react_epochs, args.replicas)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ For each scenario (8-rank jobs unless named otherwise, 20 MB AllReduce):
 Every pattern is judged as its mean epoch time over the same ``--epochs`` seeded epochs
 (indices 10000.., never run by REACT: same background, same ECMP draws per flow position).
 Ratios are algbw ratios (> 1: faster). Keep/revert agreement: every trial REACT decided is
-re-judged, with the pattern before it, on 60 other held-out epochs (20000..); the noise-free
+re-judged, with the pattern before it, on 400 other held-out epochs (20000..); the noise-free
 verdict keeps it when it is (1 + tau_r) faster, and REACT's verdict agrees or not.
 
 Scenarios: star into:3:p=2; star into:3:p=2 + into:5:p=1; fat-tree k=4 pairs:x=4:p=2 seeds
@@ -41,7 +41,7 @@ from reactccl.tuner import Placement, ReactController, ReactParams, ViableSwaps
 from reactccl.tuner.estimate import LinkModel
 from reactccl.tuner.local import local_search
 
-JUDGE_AT, VERDICT_AT, VERDICT_EPOCHS = 10_000, 20_000, 60
+JUDGE_AT, VERDICT_AT, VERDICT_EPOCHS = 10_000, 20_000, 400
 MESSAGE = 20e6
 
 
@@ -84,14 +84,28 @@ class Judge:
         n = self.epochs if epochs is None else epochs
         key = pattern.src.tobytes() + pattern.dst.tobytes() + pattern.chunk_idx.tobytes() + bytes([n])
         if key not in self.cache:
-            net = self.cluster.network
-            tot = 0.0
-            for e in range(n):
-                net.epoch, net.clock = self.at + e, 0.0
-                tot += self.cluster.run_epoch(pattern).duration
-            self.cache[key] = tot / n
+            self.cache[key] = float(self.times(pattern, n).mean())
             self.calls += 1
         return self.cache[key]
+
+    def times(self, pattern, epochs: int | None = None) -> np.ndarray:
+        """The pattern's epoch times (s), one per judging epoch, shape ``(epochs,)``."""
+        n = self.epochs if epochs is None else epochs
+        net = self.cluster.network
+        out = np.empty(n)
+        for e in range(n):
+            net.epoch, net.clock = self.at + e, 0.0
+            out[e] = self.cluster.run_epoch(pattern).duration
+        return out
+
+
+def paired_gain(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
+    """``(mean(before) / mean(after), its standard error)`` over the same seeded epochs (paired: the
+    delta method on the per-epoch differences ``before - g * after``)."""
+    g = float(before.mean() / after.mean())
+    d = before - g * after
+    se = float(d.std(ddof=1) / np.sqrt(d.size) / after.mean()) if d.size > 1 else float("inf")
+    return g, se
 
 
 def best_relabelling(p, judge: Judge, sample: int | None, rng: np.random.Generator) -> tuple[float, int, bool]:
@@ -149,8 +163,9 @@ def run_scenario(args: tuple) -> dict:
         if d.kind != "transform" or d.measured_after is None:
             continue
         prev = ctrl.pattern_for_epoch(d.epoch)
-        gain = nf(prev) / nf(d.pattern)
-        verdicts.append((gain > 1.0 + ctrl.params.tau_r, not d.reverted, gain))
+        a, b = nf.times(prev), nf.times(d.pattern)
+        gain, se = paired_gain(a, b)
+        verdicts.append((gain > 1.0 + ctrl.params.tau_r, not d.reverted, gain, se))
     return dict(name=sc["name"], base=base, r60=r60, r120=r120, relab=relab, classes=classes, sampled=sampled,
                 climb=climb.est_after, climb_moves=len(climb.moves), verdicts=verdicts,
                 trials=ctrl.trials, wall=time.perf_counter() - t0)
@@ -182,7 +197,7 @@ def main() -> None:
     for r in rows:
         alg = lambda t: MESSAGE / t   # noqa: E731
         allv += r["verdicts"]
-        agree = sum(a == b for a, b, _ in r["verdicts"])
+        agree = sum(a == b for a, b, *_ in r["verdicts"])
         rel = f"{r['classes']}{' sampled' if r['sampled'] else ''}"
         ag = f"{agree}/{len(r['verdicts'])}"
         print(f"{r['name']:34}{alg(r['base']) / 1e9:>10.3f}{alg(r['base']) / alg(r['relab']):>9.3f}"
@@ -191,12 +206,17 @@ def main() -> None:
               f"{alg(r['r120']) / alg(r['base']):>10.3f}{r['trials']:>7}{ag:>7}"
               f"{rel:>14}{r['wall']:>7.0f}")
     if allv:
-        agree = sum(a == b for a, b, _ in allv)
-        wrong_keep = sum((not a) and b for a, b, _ in allv)
-        wrong_rev = sum(a and not b for a, b, _ in allv)
+        agree = sum(a == b for a, b, *_ in allv)
+        wrong_keep = sum((not a) and b for a, b, *_ in allv)
+        wrong_rev = sum(a and not b for a, b, *_ in allv)
         print(f"\nkeep/revert agreement with the noise-free verdict: {agree}/{len(allv)} = "
               f"{100 * agree / len(allv):.1f}% ({wrong_keep} kept but not (1 + tau_r) better, "
               f"{wrong_rev} reverted but better)")
+        for r in rows:
+            for a, b, g, se in r["verdicts"]:
+                if a != b:
+                    print(f"  disagrees: {r['name']}: {'kept' if b else 'reverted'}, held-out gain x{g:.4f} "
+                          f"+- {se:.4f} (threshold x{1 + params.tau_r:.2f})")
     print("targets: R120/rel >= 1.0, R120/clb >= 0.9, agreement >= 95%")
 
 

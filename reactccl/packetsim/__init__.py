@@ -11,10 +11,11 @@ background specs), not the tuner.
 from .deps import START_RULES, child_lists, start_parents
 from .native import INSTALL_HINT, PacketSimError, PacketSimUnavailable, available
 from .network import CONNECTION_MODES, DEFAULT_TIME_LIMIT, PacketCluster, PacketNetwork
+from .replicas import ReplicaCluster, packet_replicas
 from .transport import TRANSPORTS, Transport, get_transport
 
 __all__ = [
     "CONNECTION_MODES", "DEFAULT_TIME_LIMIT", "INSTALL_HINT", "PacketCluster", "PacketNetwork", "PacketSimError",
-    "PacketSimUnavailable", "START_RULES", "TRANSPORTS", "Transport", "available", "child_lists", "get_transport",
-    "start_parents",
+    "PacketSimUnavailable", "ReplicaCluster", "START_RULES", "TRANSPORTS", "Transport", "available", "child_lists", "get_transport",
+    "packet_replicas", "start_parents",
 ]

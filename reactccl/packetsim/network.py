@@ -98,6 +98,7 @@ class PacketNetwork(ResolvedBackground):
         self.ecmp_ports, self.seed, self.connections = int(ecmp_ports), int(seed), connections
         self.start_rule, self.warmup, self.time_limit = start_rule, float(warmup), float(time_limit)
         self.epoch = 0
+        self._warm = False      # the first epoch run waits `warmup` (whatever its index: see replicas.py)
         self._reference = None if reference_placement is None else np.asarray(reference_placement, np.int64)
         self._resolved: tuple[list[tuple[int, int]], list[Bulk]] | None = None
         self._conns: dict[tuple, int] = {}
@@ -175,8 +176,9 @@ class PacketNetwork(ResolvedBackground):
     def _settle(self) -> None:
         """Open what is pending: the first epoch waits ``warmup``, later ones the handshakes."""
         net = self._net
-        if self.epoch == 0 and self.warmup > 0:
+        if not self._warm and self.warmup > 0:
             net.RunFor(self.warmup)
+        self._warm = True
         if net.Unconnected() > 0 and not net.WaitConnected(self.time_limit):
             raise PacketSimError(f"{net.Unconnected()} TCP connections did not open within "
                                  f"{self.time_limit:g} s of simulated time ({net.Failed()} refused)")
