@@ -92,6 +92,9 @@ def bench_tree(epochs: int, react_epochs: int, replicas: int = 1) -> None:
                 tr = cluster.run_epoch(ctl.pattern_for_epoch(e))
                 ctl.observe(tr)
                 durs.append(tr.duration)
+                if (e + 1) % 10 == 0:
+                    print(f"    {e + 1} epochs: {time.perf_counter() - t0:.0f} s wall, {len(ctl.decisions)} decisions",
+                          flush=True)
         finally:
             if replicas > 1:
                 cluster.close()

@@ -106,3 +106,15 @@ def test_packet_replicas_run_epochs_by_global_index():
         assert t.meta["engine"] == "packet" and np.all(t.end > t.start)
         # 1 MB ring on 4 hosts at the star's rate: at least the alpha-beta bound of 6 steps of 250 kB
         assert t.duration > 6 * 250e3 * 8 / float(star(4).capacity.max())
+
+
+def test_closed_cluster_refuses_epochs_and_reads_background_back():
+    rc = ReplicaCluster(fluid, replicas=1)
+    rc.run_epoch(generate("ring", 8))
+    ref = fluid(0)
+    ref.run_epoch(generate("ring", 8))
+    assert len(ref.network.long_lived) == 2                  # into:3:p=2: two flows into rank 3's host
+    assert rc.network.long_lived == ref.network.long_lived
+    rc.close()
+    with pytest.raises(PacketSimError, match="closed; cannot run epoch 1"):
+        rc.run_epoch(generate("ring", 8))

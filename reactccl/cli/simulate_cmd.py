@@ -140,8 +140,10 @@ def _executor(args):
         return None
     from functools import partial
 
-    from ..packetsim import PacketCluster
+    from ..packetsim import PacketCluster, packet_replicas
 
+    if getattr(args, "replicas", 1) > 1:
+        return partial(packet_replicas, args.replicas, transport=args.transport)
     return partial(PacketCluster, transport=args.transport)
 
 
@@ -214,6 +216,8 @@ def _check_args(args) -> None:
                          "chunk graph; leave out --pack (or --react)")
     if getattr(args, "transport", "dctcp") != "dctcp" and getattr(args, "engine", "fluid") != "packet":
         raise ValueError("--transport: only used with --engine packet")
+    if getattr(args, "replicas", 1) != 1 and (args.replicas < 1 or getattr(args, "engine", "fluid") != "packet"):
+        raise ValueError(f"--replicas: an integer >= 1, only used with --engine packet (got {args.replicas})")
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
         args.warmup = 25 if args.epochs > 25 else max(args.epochs, 0) // 4
     elif args.react and not 0 <= args.warmup < args.epochs:
@@ -331,6 +335,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --engine packet: dctcp (REACT §7.3: DCTCP, RED/ECN 32/60 packets, 32 MB "
                         "buffers, ACKs first; default), dctcp_red (the reference scenarios' DCTCP/RED 20/60) "
                         "or default (ns-3's default TCP and qdisc)")
+    p.add_argument("--replicas", type=int, default=1, metavar="W",
+                   help="with --engine packet: run the epochs on W copies of the network, one process (core) "
+                        "each, W-1 epochs ahead on the same pattern; each copy keeps its own TCP state, so "
+                        "results are not bit-identical to W=1 (default 1; see reactccl.packetsim.replicas)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     add_file_options(p)
     p.set_defaults(func=_cmd_simulate)

@@ -186,20 +186,24 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     ctl = controller(pattern) if controller is not None else None
     changes, prev = 0, pattern
     t0 = time.perf_counter()
-    for e in range(epochs):
-        run = ctl.pattern_for_epoch(e) if ctl is not None else pattern
-        if run is not prev and not (np.array_equal(run.src, prev.src) and np.array_equal(run.dst, prev.dst)):
-            changes += 1
-        prev = run
-        tr = cluster.run_epoch(run)
-        if ctl is not None:
-            ctl.observe(tr)
-        durations[e], algbw[e], busbw[e] = tr.duration, tr.algbw, tr.busbw
-        best = _merge_slowest(best, tr, slowest, topo)
-        events += int(tr.meta["events"])
-        traces = traces + [tr] if keep_traces else [tr]
-        if progress is not None:
-            progress(e + 1)
+    try:
+        for e in range(epochs):
+            run = ctl.pattern_for_epoch(e) if ctl is not None else pattern
+            if run is not prev and not (np.array_equal(run.src, prev.src) and np.array_equal(run.dst, prev.dst)):
+                changes += 1
+            prev = run
+            tr = cluster.run_epoch(run)
+            if ctl is not None:
+                ctl.observe(tr)
+            durations[e], algbw[e], busbw[e] = tr.duration, tr.algbw, tr.busbw
+            best = _merge_slowest(best, tr, slowest, topo)
+            events += int(tr.meta["events"])
+            traces = traces + [tr] if keep_traces else [tr]
+            if progress is not None:
+                progress(e + 1)
+    finally:
+        if hasattr(cluster, "close"):   # an executor with processes (packetsim.ReplicaCluster)
+            cluster.close()
     wall = time.perf_counter() - t0
     net = cluster.network
     bulks = net.bulks

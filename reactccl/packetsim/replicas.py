@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..netsim.network import ResolvedBackground
 from ..pattern import CollectivePattern
 from ..trace import EpochTrace
 from .native import PacketSimError
@@ -56,13 +57,13 @@ def _init(factory: Callable[[int], Any], index: int) -> None:
         _executor = exc
 
 
-def _run(epoch: int, pattern: CollectivePattern) -> EpochTrace:
+def _run(epoch: int, pattern: CollectivePattern) -> tuple[EpochTrace, Any]:
     if isinstance(_executor, Exception):
         raise _executor
     net = getattr(_executor, "network", None)
     if net is not None:
         net.epoch = epoch
-    return _executor.run_epoch(pattern)
+    return _executor.run_epoch(pattern), getattr(net, "_resolved", None)
 
 
 def _key(pattern: CollectivePattern) -> bytes:
@@ -112,6 +113,9 @@ class ReplicaCluster:
         #: per replica: epochs run whose result was used, and speculative runs dropped
         self.used = [0] * self.replicas
         self.dropped = [0] * self.replicas
+        #: the replicas' background as resolved at their first epoch (``long_lived``, ``bulks``: the
+        #: same on every replica), read back like a network's
+        self.network = ResolvedBackground()
 
     # ------------------------------------------------------------------ scheduling
     def _live(self, w: int) -> list[_Job]:
@@ -126,6 +130,8 @@ class ReplicaCluster:
         return job
 
     def _submit(self, w: int, epoch: int, pattern: CollectivePattern) -> Future:
+        if not self._pools:
+            raise PacketSimError(f"this ReplicaCluster is closed; cannot run epoch {epoch}")
         try:
             return self._pools[w].submit(_run, epoch, pattern)
         except (BrokenProcessPool, RuntimeError) as exc:
@@ -154,14 +160,16 @@ class ReplicaCluster:
             if self._find(e + ahead, key) is None:
                 self._assign(e + ahead, key, pattern)
         w, job = self._find(e, key)
-        trace = self._result(w, job)
+        trace, resolved = self._result(w, job)
+        if resolved is not None:
+            self.network._resolved = resolved
         jobs = self._jobs[w]                          # a replica runs its jobs in order: all before
         self._jobs[w] = jobs[jobs.index(job) + 1:]    # this one are done
         self.used[w] += 1
         self.epoch += 1
         return trace
 
-    def _result(self, w: int, job: _Job) -> EpochTrace:
+    def _result(self, w: int, job: _Job) -> tuple[EpochTrace, Any]:
         try:
             return job.future.result(timeout=self.timeout)
         except FutureTimeout:
