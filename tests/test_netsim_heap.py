@@ -8,9 +8,12 @@ import numpy as np
 from reactccl.netsim import core, heap
 
 
-def test_core_pins_the_heap_it_compiles_in():
-    # numba keys core's disk cache on core.py alone: an edit of heap.py must come with a new pin
-    assert hashlib.sha256(Path(heap.__file__).read_bytes()).hexdigest()[:16] == core.HEAP_SHA256
+def test_core_pins_the_modules_it_compiles_in():
+    # numba keys core's disk cache on core.py alone: an edit of heap.py or prepare.py must come
+    # with a new pin in core.PINNED
+    here = Path(core.__file__).parent
+    for name, pin in core.PINNED.items():
+        assert hashlib.sha256((here / name).read_bytes()).hexdigest()[:16] == pin, name
     assert core._CACHE
 
 

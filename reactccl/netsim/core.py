@@ -40,17 +40,24 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from . import heap
+from . import heap, prepare
 from .heap import grow, heap_move, heap_pop, heap_push, heapify
 
-# numba checks a cache entry against its own source file only, and run_loop has heap.py compiled
-# in: heap.py's hash is pinned here (tests/test_netsim_compiled.py checks the pin), so an edit
-# there is an edit here; while the pin is off, nothing of this module is cached on disk.
-HEAP_SHA256 = "6fb6d0802932cb0f"
-try:
-    _CACHE = hashlib.sha256(Path(heap.__file__).read_bytes()).hexdigest()[:16] == HEAP_SHA256
-except OSError:                 # no source to read: no disk cache either
-    _CACHE = False
+# numba checks a cache entry against its own source file only, and the kernel has heap.py and
+# prepare.py compiled in: their hashes are pinned here (tests/test_netsim_heap.py checks the
+# pins), so an edit there is an edit here; while a pin is off, nothing of this module is cached.
+PINNED = {"heap.py": "6fb6d0802932cb0f", "prepare.py": "439414c67ee3b7a9"}
+
+
+def _pins_hold() -> bool:
+    try:
+        return all(hashlib.sha256((Path(__file__).parent / name).read_bytes()).hexdigest()[:16] == pin
+                   for name, pin in PINNED.items())
+    except OSError:             # no source to read: no disk cache either
+        return False
+
+
+_CACHE = _pins_hold()
 SEND_DONE, ARRIVE, RELEASE, PERIODIC = heap.TRACKED, 1, 2, 3
 # integer scalars in ``si``
 (S_NFLOWS, S_NPL, S_HSIZE, S_EVENTS, S_BATCHES, S_PENDING, S_MAXEV, S_MAXBL, S_ARG, S_NSTATIC, S_SOLVES, S_SOLVED,
@@ -542,3 +549,18 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                                                FI[f, VERSION])
                     hsize += 1
     return status, plinks, FF, FI
+
+
+@njit(cache=_CACHE)
+def run_table(cap, tlen, tstart, tlinks, tlat, rows, waiting, release, backlog, child_ptr, child, sent_ptr, sent,
+              jwait, jptr, jkids, per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
+              bits, watched, origin, ht0, hk0, hi0, sf, si):
+    """:func:`reactccl.netsim.prepare.prepare` and :func:`run_loop` in one call (a small epoch
+    would otherwise pay for boxing and unboxing the nine set-up arrays). Arguments: the flow
+    table and rows as ``prepare`` takes them (``backlog`` = ``max_backlog + 1``), then as
+    :func:`run_loop`. Returns what :func:`run_loop` returns."""
+    plinks, pstart, plen, lat, pathcap, lstart, lbuf, rel_t, rel_f = prepare.prepare(
+        cap, tlen, tstart, tlinks, tlat, rows, waiting, release, per_links, backlog)
+    return run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids, per_ptr, per_links, per_bits, per_lat,
+                    per_period, next_periodic, inflight, lbuf, lstart, plinks, pstart, plen, lat, pathcap, bits,
+                    waiting, watched, origin, rel_t, rel_f, ht0, hk0, hi0, sf, si)
