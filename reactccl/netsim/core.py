@@ -18,8 +18,14 @@ Same model, same events and same batching as the pure-Python
   rounds of :func:`~reactccl.netsim.maxmin.max_min_rates` (Bertsekas & Gallager §6.5.2) over its
   non-slack links and each flow's path capacity, the slower flows there taking their share of
   capacity as fixed;
-* the event heap is four parallel arrays ordered by (time, kind, id), given in any order and
-  heapified first.
+* the solution is then checked (each flow at or above lam on the re-solved links needs a
+  saturated link on which no flow gets more, or its path capacity); a link outside the
+  re-solved ones carries no re-solved flow, so its load and top rate are kept from the last
+  time they were summed until its version ``lver`` moves (a flow joins or leaves it, or one on
+  it changes rate), and a flow outside the set keeps the last such link that was its
+  bottleneck (``BLINK`` at version ``BLVER``): the same answers as summing every link afresh;
+* the event heap (:mod:`.heap`) is four parallel arrays ordered by (time, kind, id), given in
+  any order and heapified first.
 
 Arrays that grow (flows emitted by periodic sources, the heap) are reallocated here and handed
 back. The kernel returns a status: 0 done, 1 no events left with watched flows pending,
@@ -28,10 +34,31 @@ back. The kernel returns a status: 0 done, 1 no events left with watched flows p
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numpy as np
 from numba import njit
 
-SEND_DONE, ARRIVE, RELEASE, PERIODIC = 0, 1, 2, 3
+from . import heap, prepare
+from .heap import grow, heap_move, heap_pop, heap_push, heapify
+
+# numba checks a cache entry against its own source file only, and the kernel has heap.py and
+# prepare.py compiled in: their hashes are pinned here (tests/test_netsim_heap.py checks the
+# pins), so an edit there is an edit here; while a pin is off, nothing of this module is cached.
+PINNED = {"heap.py": "6fb6d0802932cb0f", "prepare.py": "439414c67ee3b7a9"}
+
+
+def _pins_hold() -> bool:
+    try:
+        return all(hashlib.sha256((Path(__file__).parent / name).read_bytes()).hexdigest()[:16] == pin
+                   for name, pin in PINNED.items())
+    except OSError:             # no source to read: no disk cache either
+        return False
+
+
+_CACHE = _pins_hold()
+SEND_DONE, ARRIVE, RELEASE, PERIODIC = heap.TRACKED, 1, 2, 3
 # integer scalars in ``si``
 (S_NFLOWS, S_NPL, S_HSIZE, S_EVENTS, S_BATCHES, S_PENDING, S_MAXEV, S_MAXBL, S_ARG, S_NSTATIC, S_SOLVES, S_SOLVED,
  S_HMAX, S_ROUNDS, S_PASSES, S_FULL) = range(16)
@@ -42,101 +69,13 @@ FREEZE_TOL = 1e-9
 CHECK_TOL = 1e-11
 
 
-@njit(cache=True)
-def _grow_f(a, n):
-    b = np.empty(max(n, 2 * len(a)), a.dtype)
-    b[:len(a)] = a
-    return b
-
-
-@njit(cache=True, inline="always")
-def _less(ht, hk, hi, a, b):                 # (time, kind, id) order
-    return ht[a] < ht[b] or (ht[a] == ht[b] and (hk[a] < hk[b] or (hk[a] == hk[b] and hi[a] < hi[b])))
-
-
-@njit(cache=True, inline="always")
-def _swap(ht, hk, hi, hv, FI, a, b):
-    ht[a], ht[b] = ht[b], ht[a]
-    hk[a], hk[b] = hk[b], hk[a]
-    hi[a], hi[b] = hi[b], hi[a]
-    hv[a], hv[b] = hv[b], hv[a]
-    if hk[a] == SEND_DONE:                   # a flow's finish entry knows where it is
-        FI[hi[a], HPOS] = a
-    if hk[b] == SEND_DONE:
-        FI[hi[b], HPOS] = b
-
-
-@njit(cache=True, inline="always")
-def _sift_up(ht, hk, hi, hv, FI, c):
-    while c > 0:
-        p = (c - 1) >> 1
-        if _less(ht, hk, hi, c, p):
-            _swap(ht, hk, hi, hv, FI, c, p)
-            c = p
-        else:
-            break
-    return c
-
-
-@njit(cache=True, inline="always")
-def heap_push(ht, hk, hi, hv, FI, n, t, k, i, v):
-    """Push (t, k, i, v) onto a heap of size n; returns the (maybe grown) arrays."""
-    if n >= len(ht):
-        ht, hk, hi, hv = _grow_f(ht, n + 1), _grow_f(hk, n + 1), _grow_f(hi, n + 1), _grow_f(hv, n + 1)
-    ht[n], hk[n], hi[n], hv[n] = t, k, i, v
-    if k == SEND_DONE:
-        FI[i, HPOS] = n
-    _sift_up(ht, hk, hi, hv, FI, n)
-    return ht, hk, hi, hv
-
-
-@njit(cache=True, inline="always")
-def heap_pop(ht, hk, hi, hv, FI, n):
-    """Remove the top of a heap of size n (read it first at index 0)."""
-    n -= 1
-    _swap(ht, hk, hi, hv, FI, 0, n)
-    if hk[n] == SEND_DONE:
-        FI[hi[n], HPOS] = -1
-    _sift_down(ht, hk, hi, hv, FI, 0, n)
-
-
-@njit(cache=True, inline="always")
-def heap_move(ht, hk, hi, hv, FI, c, n, t, v):
-    """Give entry c of a heap of size n the time t and version v, and move it to its place."""
-    ht[c], hv[c] = t, v
-    _sift_down(ht, hk, hi, hv, FI, _sift_up(ht, hk, hi, hv, FI, c), n)
-
-
-@njit(cache=True)
-def heapify(ht, hk, hi, hv, FI, n):
-    """Order the first n entries as a heap (Floyd's bottom-up construction)."""
-    for c in range(n // 2 - 1, -1, -1):
-        _sift_down(ht, hk, hi, hv, FI, c, n)
-
-
-@njit(cache=True, inline="always")
-def _sift_down(ht, hk, hi, hv, FI, c, n):
-    """Move entry c of a heap of size n down to its place."""
-    while True:
-        a = 2 * c + 1
-        if a >= n:
-            break
-        b = a + 1
-        m = b if b < n and _less(ht, hk, hi, b, a) else a
-        if _less(ht, hk, hi, m, c):
-            _swap(ht, hk, hi, hv, FI, m, c)
-            c = m
-        else:
-            break
-
-
 # columns of the per-flow float array FF and int array FI
 REM, RATE, TLAST, LAT, START, SEND_END, END, PATHCAP, NEWRATE = range(9)
-PSTART, PLEN, WAITING, VERSION, WATCHED, ORIGIN, FMARK, CHECKED, FRESH, HPOS = range(10)
-NF_COLS, NI_COLS = 9, 10
+PSTART, PLEN, WAITING, VERSION, WATCHED, ORIGIN, FMARK, CHECKED, FRESH, HPOS, BLINK, BLVER = range(12)
+NF_COLS, NI_COLS = 9, 12
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy")
 def water_fill(comp_f, comp_l, cap, lbuf, lstart, lcnt, plinks, FF, FI, lin, stamp, crem, nrem, share, bott,
                unfixed):
     """Max-min rates (column NEWRATE) of the flows ``comp_f`` (marked ``FI[f, FMARK] == stamp``)
@@ -161,7 +100,7 @@ def water_fill(comp_f, comp_l, cap, lbuf, lstart, lcnt, plinks, FF, FI, lin, sta
     nu = 0
     for f in comp_f:
         if nu >= len(unfixed):
-            unfixed = _grow_f(unfixed, nu + 1)
+            unfixed = grow(unfixed, nu + 1)
         unfixed[nu] = f
         nu += 1
     rounds = 0
@@ -212,14 +151,14 @@ def water_fill(comp_f, comp_l, cap, lbuf, lstart, lcnt, plinks, FF, FI, lin, sta
     return unfixed, rounds
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _grow_rows(a, n):
     b = np.zeros((max(n, 2 * a.shape[0]), a.shape[1]), a.dtype)
     b[:a.shape[0]] = a
     return b
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _feed(ptr, kids, f, jwait, jptr, jkids, FI, started, ns, stack):
     """One input arrives at each child of flow ``f`` (CSR ``ptr``/``kids``); flows whose last
     input it was go to ``started[ns:]``, joins whose last input it was fire and feed their
@@ -246,7 +185,7 @@ def _feed(ptr, kids, f, jwait, jptr, jkids, FI, started, ns, stack):
     return ns
 
 
-@njit(cache=True, inline="always")
+@njit(cache=_CACHE, inline="always")
 def _add_links(f, plinks, FI, lcnt, lsum, cap, lin, stamp, comp_l, ncl):
     """Add flow ``f``'s non-slack links (more than one flow, path capacities above the capacity)
     to ``comp_l[:ncl]``; returns the new count."""
@@ -260,35 +199,7 @@ def _add_links(f, plinks, FI, lcnt, lsum, cap, lin, stamp, comp_l, ncl):
     return ncl
 
 
-@njit(cache=True)
-def _has_bottleneck(g, stamp, cpass, cap, lbuf, lstart, lcnt, lsum, plinks, FF, FI, lchk, lstat):
-    """Whether flow ``g`` (rate: NEWRATE if in the re-solved set, else RATE) runs at its path
-    capacity or crosses a saturated non-slack link on which no flow gets more."""
-    r = FF[g, NEWRATE] if FI[g, FMARK] == stamp else FF[g, RATE]
-    if r >= FF[g, PATHCAP] * (1.0 - CHECK_TOL):
-        return True
-    p0 = FI[g, PSTART]
-    for h in range(FI[g, PLEN]):
-        l = plinks[p0 + h]
-        if lcnt[l] < 2 or lsum[l] <= cap[l]:
-            continue
-        if lchk[l] != cpass:                 # this link's load and top rate in this pass
-            lchk[l] = cpass
-            tot, top = 0.0, 0.0
-            base = lstart[l]
-            for s in range(lcnt[l]):
-                f = lbuf[base + s]
-                x = FF[f, NEWRATE] if FI[f, FMARK] == stamp else FF[f, RATE]
-                tot += x
-                if x > top:
-                    top = x
-            lstat[l, 0], lstat[l, 1] = tot, top
-        if lstat[l, 0] >= cap[l] * (1.0 - CHECK_TOL) and r >= lstat[l, 1] * (1.0 - CHECK_TOL):
-            return True
-    return False
-
-
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _state(bits, lat, pathcap, pstart, plen, waiting, watched, origin, nper, rel_t, rel_f, ht0, hk0, hi0):
     """The per-flow arrays FF, FI (room for 64 flows per periodic source) and the start heap
     (releases, then the entries ``ht0..hi0``; heapified by the caller)."""
@@ -311,7 +222,7 @@ def _state(bits, lat, pathcap, pstart, plen, waiting, watched, origin, nper, rel
     return FF, FI, ht, hk, hi, hv, m + len(ht0)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=_CACHE, error_model="numpy")
 def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
              per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
              lbuf, lstart, plinks, pstart, plen, lat, pathcap, bits, waiting, watched, origin, rel_t, rel_f,
@@ -329,6 +240,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                                           len(per_period), rel_t, rel_f, ht0, hk0, hi0)
     lcnt, ppos = np.zeros(L, np.int64), np.zeros(len(plinks), np.int64)
     lmark, lin, lchk = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L, np.int64)
+    lver, lsv = np.zeros(L, np.int64), np.zeros(L, np.int64)
     lstat, cpass = np.zeros((L, 2)), si[S_PASSES]
     lsum = np.zeros(L)                      # sum of the path capacities of the active flows on each link
     crem, nrem, share = np.zeros(L), np.zeros(L, np.int64), np.zeros(L)
@@ -338,7 +250,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
     seeds, comp_l = np.empty(L, np.int64), np.empty(L, np.int64)
     stack = np.empty(len(child) + len(sent) + len(jkids) + 1, np.int64)
     status = 0
-    heapify(ht, hk, hi, hv, FI, hsize)
+    heapify(ht, hk, hi, hv, FI, HPOS, hsize)
     while si[S_PENDING] > 0:
         if si[S_EVENTS] > si[S_MAXEV]:
             status = 2
@@ -354,7 +266,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
         stamp = si[S_BATCHES]
         while hsize > 0 and ht[0] <= limit:
             k, i, v = hk[0], hi[0], hv[0]
-            heap_pop(ht, hk, hi, hv, FI, hsize)
+            heap_pop(ht, hk, hi, hv, FI, HPOS, hsize)
             hsize -= 1
             if k == SEND_DONE:
                 if v != FI[i, VERSION]:
@@ -367,7 +279,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                     inflight[o] -= 1
                 FF[i, SEND_END] = t
                 FF[i, REM] = 0.0
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + FF[i, LAT], ARRIVE, i, 0)
+                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, HPOS, hsize, t + FF[i, LAT], ARRIVE, i, 0)
                 hsize += 1
                 if i < nstatic:
                     nst = _feed(sent_ptr, sent, i, jwait, jptr, jkids, FI, started, nst, stack)
@@ -387,12 +299,12 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 fid = si[S_NFLOWS]
                 if fid >= FF.shape[0]:
                     FF, FI = _grow_rows(FF, fid + 1), _grow_rows(FI, fid + 1)
-                    started, stopped = _grow_f(started, fid + 1), _grow_f(stopped, fid + 1)
+                    started, stopped = grow(started, fid + 1), grow(stopped, fid + 1)
                     comp_f = np.empty(FF.shape[0], np.int64)
                 n = per_ptr[i + 1] - per_ptr[i]
                 q = si[S_NPL]
                 if q + n > len(plinks):
-                    plinks, ppos = _grow_f(plinks, q + n), _grow_f(ppos, q + n)
+                    plinks, ppos = grow(plinks, q + n), grow(ppos, q + n)
                 pc = np.inf
                 for h in range(n):
                     plinks[q + h] = per_links[per_ptr[i] + h]
@@ -419,7 +331,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 started[nst] = fid
                 nst += 1
                 next_periodic[i] = t + per_period[i]
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + per_period[i], PERIODIC, i, 0)
+                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, HPOS, hsize, t + per_period[i], PERIODIC, i, 0)
                 hsize += 1
         if status:
             break
@@ -446,6 +358,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                             ppos[g0 + hh] = slot
                             break
                 lcnt[l] -= 1
+                lver[l] += 1
                 lsum[l] = lsum[l] - FF[i, PATHCAP] if lcnt[l] > 0 else 0.0
                 if lmark[l] != stamp:
                     lmark[l] = stamp
@@ -461,6 +374,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 lbuf[slot] = i
                 ppos[p0 + h] = slot
                 lcnt[l] += 1
+                lver[l] += 1
                 lsum[l] += FF[i, PATHCAP]
                 if lmark[l] != stamp:
                     lmark[l] = stamp
@@ -521,7 +435,42 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                     if FI[g, CHECKED] == cpass:
                         continue
                     FI[g, CHECKED] = cpass
-                    if _has_bottleneck(g, stamp, cpass, cap, lbuf, lstart, lcnt, lsum, plinks, FF, FI, lchk, lstat):
+                    ina = FI[g, FMARK] == stamp
+                    r = FF[g, NEWRATE] if ina else FF[g, RATE]
+                    ok = r >= FF[g, PATHCAP] * (1.0 - CHECK_TOL)
+                    if not ok and not ina:
+                        b = FI[g, BLINK] - 1
+                        ok = b >= 0 and lin[b] != stamp and FI[g, BLVER] == lver[b]
+                    if not ok:
+                        p0 = FI[g, PSTART]
+                        k = FI[g, PLEN]
+                        for h in range(2 * k):         # links outside the re-solved ones first
+                            l2 = plinks[p0 + h] if h < k else plinks[p0 + h - k]
+                            inl = lin[l2] == stamp
+                            if inl != (h >= k) or lcnt[l2] < 2 or lsum[l2] <= cap[l2]:
+                                continue
+                            if inl:
+                                fresh = lchk[l2] != cpass
+                                lchk[l2] = cpass
+                            else:
+                                fresh = lsv[l2] != lver[l2] + 1
+                                lsv[l2] = lver[l2] + 1
+                            if fresh:
+                                tot, top = 0.0, 0.0
+                                b2 = lstart[l2]
+                                for z in range(lcnt[l2]):
+                                    u = lbuf[b2 + z]
+                                    x = FF[u, NEWRATE] if FI[u, FMARK] == stamp else FF[u, RATE]
+                                    tot += x
+                                    if x > top:
+                                        top = x
+                                lstat[l2, 0], lstat[l2, 1] = tot, top
+                            if lstat[l2, 0] >= cap[l2] * (1.0 - CHECK_TOL) and r >= lstat[l2, 1] * (1.0 - CHECK_TOL):
+                                ok = True
+                                if not ina and not inl:
+                                    FI[g, BLINK], FI[g, BLVER] = l2 + 1, lver[l2]
+                                break
+                    if ok:
                         continue
                     if FI[g, FMARK] != stamp:
                         FI[g, FMARK] = stamp
@@ -589,11 +538,29 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
             FF[f, RATE] = r
             FF[f, TLAST] = t
             FI[f, VERSION] += 1
+            p0 = FI[f, PSTART]
+            for h in range(FI[f, PLEN]):
+                lver[plinks[p0 + h]] += 1
             if left != np.inf:                # its finish entry moves (no stale entries are left)
                 if FI[f, HPOS] >= 0:
-                    heap_move(ht, hk, hi, hv, FI, FI[f, HPOS], hsize, t + left / r, FI[f, VERSION])
+                    heap_move(ht, hk, hi, hv, FI, HPOS, FI[f, HPOS], hsize, t + left / r, FI[f, VERSION])
                 else:
-                    ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, hsize, t + left / r, SEND_DONE, f,
+                    ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, HPOS, hsize, t + left / r, SEND_DONE, f,
                                                FI[f, VERSION])
                     hsize += 1
     return status, plinks, FF, FI
+
+
+@njit(cache=_CACHE)
+def run_table(cap, tlen, tstart, tlinks, tlat, rows, waiting, release, backlog, child_ptr, child, sent_ptr, sent,
+              jwait, jptr, jkids, per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
+              bits, watched, origin, ht0, hk0, hi0, sf, si):
+    """:func:`reactccl.netsim.prepare.prepare` and :func:`run_loop` in one call (a small epoch
+    would otherwise pay for boxing and unboxing the nine set-up arrays). Arguments: the flow
+    table and rows as ``prepare`` takes them (``backlog`` = ``max_backlog + 1``), then as
+    :func:`run_loop`. Returns what :func:`run_loop` returns."""
+    plinks, pstart, plen, lat, pathcap, lstart, lbuf, rel_t, rel_f = prepare.prepare(
+        cap, tlen, tstart, tlinks, tlat, rows, waiting, release, per_links, backlog)
+    return run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids, per_ptr, per_links, per_bits, per_lat,
+                    per_period, next_periodic, inflight, lbuf, lstart, plinks, pstart, plen, lat, pathcap, bits,
+                    waiting, watched, origin, rel_t, rel_f, ht0, hk0, hi0, sf, si)

@@ -4,7 +4,8 @@ Same inputs, same outputs and the same model as the pure-Python
 :class:`~reactccl.netsim.engine.FluidEngine`, which stays the reference (a test runs both on
 random dependency graphs with background and bulk flows and compares every flow's times to
 1e-9 relative). The loop itself is :func:`reactccl.netsim.core.run_loop` (numba, cached on disk
-after the first compile), set up by :func:`reactccl.netsim.prepare.prepare_and_run` from a
+after the first compile), set up by :func:`reactccl.netsim.prepare.prepare` (both in one call,
+:func:`reactccl.netsim.core.run_table`) from a
 :class:`~reactccl.netsim.plan.FlowTable`: the blocks the ``add_*`` methods collected, or a ready
 table from :meth:`CompiledEngine.use_table` (what :class:`~reactccl.netsim.network.SimulatedNetwork`
 passes: its :class:`~reactccl.netsim.plan.EpochPlan` for the epoch's jobs, built once).
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import core, prepare
+from . import core
 from .engine import MAX_EVENTS_BASE, MAX_EVENTS_PER_FLOW, FluidEngine, SimulationError
 from .plan import FlowTable
 
@@ -172,13 +173,11 @@ class CompiledEngine(FluidEngine):
         si[core.S_EVENTS], si[core.S_BATCHES], si[core.S_PENDING] = self.events, self.batches, self.pending
         si[core.S_MAXEV], si[core.S_MAXBL] = max_events, self.max_backlog
         sf = np.array([float(self.time), self.coalesce])
-        plinks, pstart, plen, lat, pathcap, lstart, lbuf, rel_t, rel_f = prepare.prepare(
-            self.cap, t.tlen, t.tstart, t.tlinks, t.tlat, rows, t.waiting, t.release, per_links, self.max_backlog + 1)
-        status, plinks, FF, FI = core.run_loop(
-            self.cap, t.child_ptr, t.child, t.sent_ptr, t.sent, t.jwait.copy(), t.jptr, t.jkids,
+        status, plinks, FF, FI = core.run_table(
+            self.cap, t.tlen, t.tstart, t.tlinks, t.tlat, rows, t.waiting, t.release, self.max_backlog + 1,
+            t.child_ptr, t.child, t.sent_ptr, t.sent, t.jwait.copy(), t.jptr, t.jkids,
             per_ptr, per_links, per_bits, per_lat, per_period, next_periodic, inflight,
-            lbuf, lstart, plinks, pstart, plen, lat, pathcap, t.bits, t.waiting, t.watched, origin, rel_t, rel_f,
-            ht0, hk0, hi0, sf, si)
+            t.bits, t.watched, origin, ht0, hk0, hi0, sf, si)
         self._unpack(FF, FI, plinks, si, sf, next_periodic, inflight)
         self._si = si
         if status == 1:

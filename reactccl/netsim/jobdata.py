@@ -34,20 +34,13 @@ class JobData:
         self.nbytes = pattern.flow_bytes(message_bytes)
         F = pattern.num_flows
         src, dst = placement[pattern.src], placement[pattern.dst]
-        ptrs, links, lats = [], [], []
-        for port in range(ports):
-            keys = np.column_stack([np.full(F, job_id), np.arange(F), np.full(F, port)])
-            ptr, lk = topology.ecmp_paths(src, dst, keys)
-            ptrs.append(ptr)
-            links.append(lk)
-            lats.append(np.add.reduceat(topology.latency[lk], ptr[:-1]) if F else np.zeros(0))
-            if topology.router is not None:       # one route per pair whatever the port
-                break
-        base = np.cumsum([0] + [len(x) for x in links])[:-1]
-        self._len = np.stack([np.diff(p) for p in ptrs])                      # (ports, F)
-        self._start = np.stack([p[:-1] + b for p, b in zip(ptrs, base)])      # (ports, F)
-        self._links = np.concatenate(links)
-        self._lat = np.stack(lats)
+        K = 1 if topology.router is not None else ports        # fixed routes: one whatever the port
+        keys = np.column_stack([np.full(K * F, job_id), np.tile(np.arange(F), K), np.repeat(np.arange(K), F)])
+        ptr, lk = topology.ecmp_paths(np.tile(src, K), np.tile(dst, K), keys)   # every port in one call
+        self._len = np.diff(ptr).reshape(K, F)                               # (ports, F)
+        self._start = ptr[:-1].reshape(K, F)                                  # (ports, F)
+        self._links = lk
+        self._lat = (np.add.reduceat(topology.latency[lk], ptr[:-1]) if F else np.zeros(0)).reshape(K, F)
         self._flows = np.arange(F)
 
     def table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -146,18 +146,21 @@ class EpochPlan:
                                             np.zeros(k)))
         self.offsets = np.cumsum([0] + [len(jd.nbytes) for jd in self.jobs])
         self.num_background = k
-        self._bg_rows = np.zeros(k, _I)
+        self._rows = np.zeros(int(self.offsets[-1]) + k, _I)   # background flows: row 0
         self.table = FlowTable.concat(parts)
         self.num_joins = int(sum(jd.graph.num_joins for jd in self.jobs))
 
     def rows(self, ports: Sequence[np.ndarray]) -> np.ndarray:
         """Each flow's table row for the jobs' drawn ``ports`` (each ``0 .. K-1`` or more; a table
         with fewer rows has fixed routes; background flows: row 0)."""
-        K = self.table.num_rows
-        parts = [p if K > 1 else np.zeros(len(p), _I) for p in ports]
-        if self.num_background:
-            parts.append(self._bg_rows)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts).astype(_I, copy=False)
+        if self.table.num_rows == 1:
+            return np.zeros(len(self._rows), _I)
+        if len(ports) == 1 and not self.num_background:
+            return np.asarray(ports[0], _I)
+        rows = self._rows.copy()
+        for p, a in zip(ports, self.offsets[:-1].tolist()):
+            rows[a:a + len(p)] = p
+        return rows
 
 
 class PathList(Sequence):

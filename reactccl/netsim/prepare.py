@@ -6,9 +6,8 @@ A *flow table* holds every flow's path for each of K ports (``tlen``/``tstart`` 
 flow for this run. Doing this here rather than in numpy keeps a small epoch (the 8-rank tree of
 ``bench/bench_netsim.py``: 28 flows) from paying tens of numpy calls.
 
-This module uses nothing of :mod:`.core` and :mod:`.core` nothing of it: a numba cache entry is
-checked against its own source file only, so a compiled function calling into another module
-could run stale code after that module changed. Python calls the two in turn.
+This module uses nothing of :mod:`.core`; :func:`reactccl.netsim.core.run_table` calls it and
+pins this file's hash (a numba cache entry is checked against its own source file only).
 """
 
 from __future__ import annotations
