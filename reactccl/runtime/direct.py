@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import torch
 
 from .layout import SEND
-from .schedule import Schedule, SliceOp
+from .schedule import Schedule, SliceOp, advance
 
 __all__ = ["DirectProgram", "compile_direct", "run_direct"]
 
@@ -94,11 +94,7 @@ def compile_direct(sch: Schedule) -> DirectProgram:
             elif op.staged:
                 steps.append((APPLY, op))
             done[i] = True
-            for u in op.units:
-                head[u] += 1
-                q = queues[u]
-                if head[u] < len(q):
-                    todo.append(q[head[u]])
+            advance(queues, head, op.units, todo)
 
     run([q[0] for q in queues.values()] + [o.index for o in sch.sends])
     for o in sch.recvs:

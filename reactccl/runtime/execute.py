@@ -51,7 +51,7 @@ import torch.distributed as dist
 
 from .direct import compile_direct, run_direct
 from .layout import RECV, SEND
-from .schedule import Schedule, SliceOp
+from .schedule import Schedule, SliceOp, advance
 
 __all__ = ["run_data", "run_stepwise"]
 
@@ -150,24 +150,17 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
                 pool.submit(wait, i, rc._post(op, data))
                 outstanding += 1
                 state[i] = DONE if op.staged else POSTED
-                for u in op.units:
-                    if not op.staged:
+                if not op.staged:
+                    for u in op.units:
                         reading[u] += 1
-                    head[u] += 1
-                    q = queues[u]
-                    if head[u] < len(q):
-                        todo.append(q[head[u]])
+                advance(queues, head, op.units, todo)
             else:
                 if not arrived[i] or any(queues[u][head[u]] != i or reading[u] for u in op.units):
                     continue
                 if op.staged:
                     apply(op, flat, rbuf)
                 state[i] = DONE
-                for u in op.units:
-                    head[u] += 1
-                    q = queues[u]
-                    if head[u] < len(q):
-                        todo.append(q[head[u]])
+                advance(queues, head, op.units, todo)
 
     progress([q[0] for q in queues.values()] + [o.index for o in sch.sends if not o.after])
     deadline = now() + rc.timeout

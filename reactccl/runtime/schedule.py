@@ -37,7 +37,8 @@ import numpy as np
 from ..pattern import CollectivePattern
 from .layout import RECV, SEND, LocalPlan, local_plan
 
-__all__ = ["SliceOp", "Schedule", "build_schedule", "in_place_receives", "choose_parts", "one_receive_per_step"]
+__all__ = ["SliceOp", "Schedule", "build_schedule", "in_place_receives", "choose_parts", "one_receive_per_step",
+           "advance"]
 
 _MAX_VISIT = 200_000  # flows a safety proof may look at before giving up (then: stage)
 
@@ -292,3 +293,13 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
             send_elems[so.slot] += so.numel
     return Schedule(rank, int(numel), parts, ops, queues, offs[SEND], offs[RECV], send_flows, recv_flows,
                     send_elems, lane_next, direct)
+
+
+def advance(queues: dict[int, list[int]], head: dict[int, int], units: tuple[int, ...], todo: list[int]) -> None:
+    """Move the heads of ``units``' queues (:attr:`Schedule.queues`) past the op that heads them all,
+    and add each queue's next op to ``todo`` (the executors' common step; ``head`` is updated)."""
+    for u in units:
+        head[u] += 1
+        q = queues[u]
+        if head[u] < len(q):
+            todo.append(q[head[u]])
