@@ -108,7 +108,8 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine)
     res = dict(times=per_round, cpu={k: statistics.median(v) for k, v in cpu.items()}, changes=len(on.changes), epochs=on.epoch, buckets=buckets, params=params,
-               identical=all(torch.equal(e, every[0]) for e in every))
+               identical=all(torch.equal(e, every[0]) for e in every),
+               log=on.tuner.controller.decisions.report() if rank == 0 and on.tuner and on.tuner.controller else "")
     for state in (on, off, sync, *olds):
         state.close()
     return res
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
           "the step time)")
     print(f"REACT on: {r0['changes']} pattern change(s) in {r0['epochs']} epochs; parameters identical on all "
           f"ranks: {all(r['identical'] for r in res)}")
+    if r0["log"]:
+        print("REACT on, rank 0's decision log:\n" + r0["log"])
     return 0
 
 

@@ -144,3 +144,19 @@ def test_fruitless_exploration_stops_then_is_forced_again():
                    ("transform", 55, 61), ("revert", 66, 72)]
     assert all(d.kind == "revert" or d.reverted for d in react.decisions[:-1])
     assert react.durations[-1] == react.durations[0]       # nothing helped, nothing was kept
+
+
+def test_log_names_what_each_rule_compared():
+    """A steady flow is shown by its p90, an erratic one by its mean and spread (tuner/detect.py):
+    an erratic flow with a high p90 but a low mean must not read as 'faster than its class'."""
+    from reactccl.algorithms import generate
+    from reactccl.tuner.log import Decision
+
+    d = Decision(5, 11, "transform", generate("ring", 4), detected=[
+        {"flow": 3, "step": 0, "src": 3, "dst": 0, "kind": "steady", "p90_bps": 2e9, "mean_bps": 1.8e9,
+         "nstd": 0.1, "class_mean_bps": 7e9},
+        {"flow": 4, "step": 1, "src": 0, "dst": 1, "kind": "erratic", "p90_bps": 12e9, "mean_bps": 5e9,
+         "nstd": 0.9, "class_mean_bps": 9e9}])
+    text = d.summary()
+    assert "flow 3 step 0 3->0 steady: p90 2.00 Gbps vs class mean 7.00 Gbps" in text
+    assert "flow 4 step 1 0->1 erratic: mean 5.00 Gbps (std/mean 0.90) vs class mean 9.00 Gbps" in text

@@ -343,5 +343,6 @@ def _detected(pat: CollectivePattern, cong: Congestion | None) -> list[dict]:
     if cong is None:
         return []
     return [{"flow": int(f), "step": int(pat.step[f]), "src": int(pat.src[f]), "dst": int(pat.dst[f]),
-             "kind": cong.kind(int(f)), "p90_bps": float(cong.p90[f]), "class_mean_bps": float(cong.degree_mean[f])}
+             "kind": cong.kind(int(f)), "p90_bps": float(cong.p90[f]), "mean_bps": float(cong.mean[f]),
+             "nstd": float(cong.nstd[f]), "class_mean_bps": float(cong.degree_mean[f])}
             for f in np.flatnonzero(cong.congested)]

@@ -21,7 +21,8 @@ class Decision:
         effective_epoch: first epoch that runs ``pattern`` (same for all ranks).
         kind: "transform" (new swaps) or "revert" (back to the previous pattern).
         pattern: the pattern decided (verified).
-        detected: congested flows of the batch: flow, step, src, dst, kind, p90 and class mean (bit/s).
+        detected: congested flows of the batch: flow, step, src, dst, kind, p90, mean and class mean
+            (bit/s), nstd (std / mean of its throughput).
         swaps: accepted swaps with their node, degree effect and estimated path times (s).
         tried: swaps evaluated by the estimator.
         positions_before, positions_after: position → rank of the flows the swaps touched
@@ -88,8 +89,13 @@ class Decision:
         lines.append(f"  detected {len(self.detected)} congested flows ({steady} steady, "
                      f"{len(self.detected) - steady} erratic)")
         for d in self.detected[:6]:
+            # what the rule compared (tuner/detect.py): a steady flow's p90, an erratic flow's mean and spread
+            if d["kind"] == "erratic" and "mean_bps" in d:
+                what = f"mean {d['mean_bps'] / 1e9:.2f} Gbps (std/mean {d['nstd']:.2f})"
+            else:
+                what = f"p90 {d['p90_bps'] / 1e9:.2f} Gbps"
             lines.append(f"    flow {d['flow']} step {d['step']} {d['src']}->{d['dst']} {d['kind']}: "
-                         f"p90 {d['p90_bps'] / 1e9:.2f} Gbps vs class mean {d['class_mean_bps'] / 1e9:.2f} Gbps")
+                         f"{what} vs class mean {d['class_mean_bps'] / 1e9:.2f} Gbps")
         if len(self.detected) > 6:
             lines.append(f"    ... {len(self.detected) - 6} more")
         for s in self.swaps:
