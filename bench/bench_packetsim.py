@@ -74,10 +74,11 @@ def bench_tree(epochs: int, react_epochs: int, replicas: int = 1) -> None:
     for e, (wall, cpu, pk, dur) in enumerate(rows):
         print(f"  epoch {e}: {dur * 1e3:7.3f} ms simulated  {wall:6.1f} s wall {cpu:6.1f} s cpu  {pk:,} packets  "
               f"{pk / wall:,.0f} packets/s")
-    wall = float(np.median([r[0] for r in rows]))
-    cpu = float(np.median([r[1] for r in rows]))
-    print(f"  100 epochs at this rate: {100 * wall / 60:.1f} min wall, {100 * cpu / 60:.1f} min cpu "
-          "(target: a 100-epoch REACT run < 30 min on 2 cores)")
+    if rows:
+        wall = float(np.median([r[0] for r in rows]))
+        cpu = float(np.median([r[1] for r in rows]))
+        print(f"  100 epochs at this rate: {100 * wall / 60:.1f} min wall, {100 * cpu / 60:.1f} min cpu "
+              "(target: a 100-epoch REACT run < 30 min on 2 cores)")
     if react_epochs:
         from reactccl.tuner import ReactController, ReactParams
 
