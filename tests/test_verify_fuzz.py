@@ -11,11 +11,13 @@ contribution exactly once and nothing else.
 Mutants of valid patterns of every collective (ops flipped, flows dropped or duplicated,
 steps moved or swapped, chunks, sources and destinations changed) must be rejected with a
 one-line PatternError exactly when the reference rejects them, and verify's two step paths
-(scalar for small steps, vectorised for wide ones) must agree to the letter.
+(scalar for small steps, vectorised for wide ones) must agree to the letter. The compiled accept
+path (verify_fast, up to 64 ranks) must accept exactly what the reference accepts.
 """
 
 from collections import Counter, defaultdict
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +25,8 @@ from hypothesis import strategies as st
 from reactccl.algorithms import generate
 from reactccl.pattern import CollectivePattern, Flow, Op, PatternError, VerificationError, verify
 from reactccl.pattern import verify_steps
+from reactccl.pattern.verify import chunk_owner
+from reactccl.pattern.verify_fast import accepts
 
 BASES = [("ring", 3, {}), ("ring", 5, {}), ("nccl-tree", 6, {}), ("rabenseifner", 6, {}), ("rd-allreduce", 4, {}),
          ("bucket", 9, {}), ("sp-allreduce", 9, {}), ("trivance-b", 9, {}), ("swing-b", 16, {}),
@@ -102,12 +106,20 @@ def _run_verify(p, small: int):
     old = verify_steps.SMALL_STEP
     verify_steps.SMALL_STEP = small
     try:
-        verify(p)
+        verify(p, compiled=False)
         return "ok", None
     except VerificationError as e:
         return str(e), (e.rank, e.chunk, e.step, e.flow)
     finally:
         verify_steps.SMALL_STEP = old
+
+
+def _run_compiled(p):
+    try:
+        verify(p)
+        return "ok"
+    except VerificationError as e:
+        return str(e)
 
 
 def check(p_base, flows):
@@ -127,6 +139,9 @@ def check(p_base, flows):
         assert "\n" not in a[0] and a[1][0] is not None and a[1][1] is not None, a
     ref = reference(coll, n, root, p.chunk_size.tolist(), flows)
     assert ok == ref, f"verify {'accepts' if ok else 'rejects: ' + a[0]}; the reference {'accepts' if ref else 'rejects'}"
+    fast = accepts(p, chunk_owner(p), np.ones(p.num_chunks, dtype=bool))
+    assert fast == ref, f"the compiled count {'accepts' if fast else 'rejects'}; the reference does not"
+    assert _run_compiled(p) == a[0]          # verify() as called: the same verdict and message
     return "ok" if ok else "rejected"
 
 

@@ -17,6 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .deps import dependencies_csr
 from .types import Chunk, Collective, Flow, Op, PatternError
 
 __all__ = ["CollectivePattern", "MAX_INDEX"]
@@ -363,39 +364,7 @@ class CollectivePattern:
 
     @cached_property
     def _deps(self) -> tuple[np.ndarray, np.ndarray]:
-        F, C, N = self.num_flows, self.num_chunks, self.num_ranks
-        if F == 0:
-            return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        pf = self.pair_flow
-        ch = self.chunk_idx
-        # key (position, step) = (rank * C + chunk) * T + step must fit in int64: when it
-        # would not (steps near 2^31, huge N * C), number positions and steps densely
-        # (below 2 * pairs and F), which keeps the key below 2^63 for any pattern in memory
-        rpos, spos, st, T = self.dst[pf] * C + ch, self.src[pf] * C + ch, self.step[pf], self.num_steps
-        if N * C * T >= 1 << 62:
-            _, pos_id = np.unique(np.concatenate((rpos, spos)), return_inverse=True)
-            rpos, spos = pos_id[:len(pf)], pos_id[len(pf):]
-            steps, step_id = np.unique(self.step, return_inverse=True)
-            T, st = len(steps), step_id.reshape(-1)[pf]
-        # receive side: key (position, step), ordered by step
-        rkey = rpos * T + st
-        order = np.argsort(rkey, kind="stable")
-        rkey_sorted = rkey[order]
-        skey_lo = spos * T
-        lo = np.searchsorted(rkey_sorted, skey_lo, side="left")
-        hi = np.searchsorted(rkey_sorted, skey_lo + st, side="left")
-        cnt = hi - lo
-        total = int(cnt.sum())
-        if total == 0:
-            return np.zeros(F + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        owner = np.repeat(pf, cnt)
-        offs = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        dep = pf[order[np.repeat(lo, cnt) + offs]]
-        pair = sorted_unique(owner * F + dep)
-        owner, dep = pair // F, pair % F
-        ptr = np.zeros(F + 1, dtype=np.int64)
-        np.cumsum(np.bincount(owner, minlength=F), out=ptr[1:])
-        return ptr, dep
+        return dependencies_csr(self)  # compiled; the numpy reference is deps.dependencies_numpy
 
     # -------------------------------------------------------------- relabelling
     def relabel(self, perm: Sequence[int] | np.ndarray, graph: int | None = None,

@@ -47,6 +47,7 @@ import numpy as np
 
 from .ir import SIZE_TOL, CollectivePattern
 from .types import Collective, PatternError
+from .verify_fast import accepts
 from .verify_steps import StepError, apply_step
 
 __all__ = ["verify", "verify_bytes", "VerificationError", "VerifyResult", "chunk_owner"]
@@ -128,7 +129,7 @@ def verify_bytes(num_ranks: int, num_chunks: int, num_pairs: int = 0, widest_ste
 
 
 def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
-           chunks: np.ndarray | None = None) -> VerifyResult:
+           chunks: np.ndarray | None = None, compiled: bool = True) -> VerifyResult:
     """Prove that ``pattern`` computes its collective, each contribution exactly once.
 
     Semantics as in this module's docstring: a rank starts with its own input
@@ -145,6 +146,9 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
             (rank, chunk) positions. Chunks never meet (a pair reads and writes one chunk), so
             the whole pattern verifies iff every chunk does; the tuner checks only the chunk
             graph a swap changed in a pattern whose other chunks are known to verify.
+        compiled: up to 64 ranks, first ask the compiled count (:mod:`.verify_fast`) and
+            return at once when it accepts; otherwise (and with ``compiled=False``, the
+            reference) the numpy count below runs and names what is wrong.
 
     Returns:
         A :class:`VerifyResult` on success.
@@ -177,6 +181,10 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
             raise PatternError(f"verify: chunk ids must be in 0..{C - 1}, got {chunks.tolist()[:8]}")
         wanted = np.zeros(C, dtype=bool)
         wanted[chunks] = True
+    owner = chunk_owner(p)
+    if compiled and accepts(p, owner, np.ones(C, dtype=bool) if chunks is None else wanted):
+        return VerifyResult(p.collective.value, N, C, p.num_flows, p.num_steps)
+    if chunks is not None:
         order = order[wanted[p.chunk_idx[order]]]
         step_sorted = p.step[pf][order]
         cut = np.flatnonzero(step_sorted[1:] != step_sorted[:-1]) + 1
@@ -185,7 +193,6 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
     state = np.zeros((N * C, 2, W), dtype=np.uint64)   # both planes of a position in one row
     ge1, ge2 = state[:, 0], state[:, 1]
     coll = p.collective
-    owner = chunk_owner(p)
     if coll is Collective.ALLGATHER:
         ge1[owner * C + np.arange(C), owner // 64] = np.uint64(1) << (owner % 64).astype(np.uint64)
     elif coll is Collective.BROADCAST:

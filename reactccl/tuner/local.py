@@ -25,6 +25,7 @@ import numpy as np
 
 from ..pattern import CollectivePattern, PatternError, verify
 from .estimate import LinkModel, step_degrees
+from .kernels import estimated_finish
 from .paths import critical_path, schedule
 from .transforms import Placement, Swap, Transform, TunerError, ViableSwaps
 
@@ -43,7 +44,9 @@ def _estimate(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarr
     the move that speeds up the other."""
     if not pattern.num_flows:
         return 0.0, 0.0
-    finish = schedule(pattern, model.predict(pattern, flow_bytes))[0]
+    finish = estimated_finish(pattern, model, flow_bytes) if type(model) is LinkModel else None
+    if finish is None:  # the reference path (and its errors); any other model's own predict
+        finish = schedule(pattern, model.predict(pattern, flow_bytes))[0]
     g = pattern.flow_graph
     gmax = np.zeros(int(g.max()) + 1)
     np.maximum.at(gmax, g, finish)

@@ -1,0 +1,73 @@
+"""The compiled score of the local search (reactccl.tuner.kernels) equals the numpy reference bit
+for bit: step degrees, LinkModel shares, schedule, time-averaged concurrency, send groups."""
+
+import numpy as np
+import pytest
+
+from reactccl.algorithms import generate
+from reactccl.pattern.order import send_groups
+from reactccl.tuner.estimate import LinkModel, mean_concurrency
+from reactccl.tuner.kernels import _mean_concurrency, estimated_finish, send_group_arrays
+from reactccl.tuner.local import estimated_epoch
+from reactccl.tuner.paths import schedule
+from reactccl.tuner.synthetic import SyntheticExecutor
+
+CASES = [("nccl-tree", 8, {}), ("nccl-tree", 8, {"slices": 4}), ("nccl-tree", 13, {"slices": 3}), ("ring", 6, {}),
+         ("recursive-doubling", 8, {}), ("binomial-broadcast", 8, {}), ("swing-b", 16, {}), ("bucket", 12, {"shape": (3, 4)}),
+         ("rabenseifner", 8, {})]
+
+
+def _model(p, rng, mode):
+    slow = {int(r): float(rng.uniform(1.5, 4)) for r in rng.choice(p.num_ranks, 2, replace=False)}
+    ex = SyntheticExecutor(slow_into=slow, slow_out={int(rng.integers(p.num_ranks)): 2.0}, noise=0.1,
+                           seed=int(rng.integers(1 << 30)))
+    obs = [ex.run_epoch(p) for _ in range(4)]
+    m = LinkModel(p.num_ranks, [(o.pattern, o.start, o.end, o.flow_bytes) for o in obs])
+    m.concurrency = mode
+    return m
+
+
+@pytest.mark.parametrize("name,n,opts", CASES)
+@pytest.mark.parametrize("mode", ["time", "step"])
+def test_compiled_finish_equals_the_reference_exactly(name, n, opts, mode):
+    rng = np.random.default_rng(len(name) * 100 + n)
+    p = generate(name, n, **opts)
+    m = _model(p, rng, mode)
+    for k in range(6):
+        q = p if k == 0 else p.relabel(rng.permutation(n))     # other placements, same model
+        b = q.flow_bytes(float(rng.uniform(1e5, 5e7)))
+        want = schedule(q, m.predict(q, b))[0]
+        got = estimated_finish(q, m, b)
+        assert got is not None and np.array_equal(got, want), (name, k, np.max(np.abs(got - want)))
+
+
+@pytest.mark.parametrize("name,n,opts", CASES)
+def test_compiled_send_groups_equal_the_reference(name, n, opts):
+    p = generate(name, n, **opts).relabel(np.random.default_rng(n).permutation(n))
+    sg = send_groups(p)
+    group, prev = send_group_arrays(p)
+    assert np.array_equal(group, sg.group) and np.array_equal(prev, sg.prev)
+
+
+def test_compiled_mean_concurrency_handles_ties_as_the_reference():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        F = int(rng.integers(1, 40))
+        g = rng.integers(0, 4, F)
+        s = rng.integers(0, 5, F).astype(float)               # many equal times and zero-length flows
+        e = s + rng.integers(0, 3, F)
+        assert np.array_equal(_mean_concurrency(g, s, e), mean_concurrency(g, s, e))
+    # the docstring's example: [0, 2] and [1, 3] give 1.5 each; [0, 4] with [1, 3] inside, 1.5 and 2
+    assert _mean_concurrency(np.zeros(2, np.int64), np.array([0.0, 1.0]), np.array([2.0, 3.0])).tolist() == [1.5, 1.5]
+    assert _mean_concurrency(np.zeros(2, np.int64), np.array([0.0, 1.0]), np.array([4.0, 3.0])).tolist() == [1.5, 2.0]
+
+
+def test_the_reference_path_runs_where_the_kernel_does_not_apply():
+    p = generate("ring", 4)
+    m = _model(p, np.random.default_rng(1), "time")
+    b = p.flow_bytes(1e6)
+    assert estimated_finish(p, m, -b) is None                 # the reference raises for these
+    m.line_rate = 0.0
+    assert estimated_finish(p, m, b) is None
+    with np.errstate(divide="ignore"), pytest.raises(ValueError, match="finite"):
+        estimated_epoch(p, m, b)
