@@ -30,6 +30,9 @@ MAX_INDEX = (1 << 31) - 1
 MAX_DEGREE_BYTES = 1 << 30
 
 
+_ENDPOINT_FREE = ("pair_flow", "flow_fraction", "flow_graph")
+
+
 def _as_int_array(values, name: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
@@ -234,9 +237,16 @@ class CollectivePattern:
         Raises:
             PatternError: a rank out of range, a self-flow, a bad root.
         """
-        q = CollectivePattern.from_arrays(self.collective, self.num_ranks, self.chunk_size, self.chunk_graph,
-                                          self.step, src, dst, self.op, self.chunk_ptr, self.chunk_idx,
-                                          root=root, name=self.name, check=False)
+        q = CollectivePattern.__new__(CollectivePattern)
+        q.collective, q.num_ranks, q.name = self.collective, self.num_ranks, self.name
+        q.root = None if root is None else int(root)
+        for k in ("chunk_size", "chunk_graph", "step", "op", "chunk_ptr", "chunk_idx"):
+            setattr(q, k, getattr(self, k))       # read-only arrays, shared
+        for k in _ENDPOINT_FREE:                  # cached properties that do not read src / dst
+            if k in self.__dict__:
+                q.__dict__[k] = self.__dict__[k]
+        q.src, q.dst = _as_int_array(src, "flow src"), _as_int_array(dst, "flow dst")
+        q.src.flags.writeable = q.dst.flags.writeable = False
         if q.collective.needs_root and (q.root is None or not 0 <= q.root < q.num_ranks):
             raise PatternError(f"root: {q.collective.value} needs a root in 0..{q.num_ranks - 1}, got {q.root}")
         if q.num_flows and (len(q.src) != q.num_flows or len(q.dst) != q.num_flows):

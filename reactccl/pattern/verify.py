@@ -164,17 +164,16 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
     N, C = p.num_ranks, p.num_chunks
     W = (N + 63) // 64
     pf = p.pair_flow
-    order = np.argsort(p.step[pf], kind="stable") if len(pf) else np.zeros(0, dtype=np.int64)
-    step_sorted = p.step[pf][order]
-    cut = np.flatnonzero(step_sorted[1:] != step_sorted[:-1]) + 1
-    starts = np.concatenate(([0], cut)).astype(np.int64) if len(pf) else np.zeros(0, dtype=np.int64)
-    ends = np.append(starts[1:], len(pf)).astype(np.int64)
-    widest = int((ends - starts).max()) if len(starts) else 0
-    need = verify_bytes(N, C, len(pf), widest, p.collective)
-    if need > max_bytes:
-        raise PatternError(f"verify: exact check of {N} ranks x {C} chunks ({len(pf)} flow-chunk pairs, "
-                           f"{widest} in the widest step) needs about {need / 2**30:.2f} GiB "
-                           f"(limit {max_bytes / 2**30:.2f} GiB); use structural checks at this scale")
+    # the estimate with every pair in one step bounds the exact one: sort the steps only if
+    # that bound is over the limit, or for the numpy count below
+    if verify_bytes(N, C, len(pf), len(pf), p.collective) > max_bytes:
+        _, _, widest = _step_runs(p, pf, None)
+        need = verify_bytes(N, C, len(pf), widest, p.collective)
+        if need > max_bytes:
+            raise PatternError(f"verify: exact check of {N} ranks x {C} chunks ({len(pf)} flow-chunk pairs, "
+                               f"{widest} in the widest step) needs about {need / 2**30:.2f} GiB "
+                               f"(limit {max_bytes / 2**30:.2f} GiB); use structural checks at this scale")
+    wanted = None
     if chunks is not None:
         chunks = np.unique(np.asarray(chunks, dtype=np.int64))
         if chunks.size and (chunks[0] < 0 or chunks[-1] >= C):
@@ -184,12 +183,8 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
     owner = chunk_owner(p)
     if compiled and accepts(p, owner, np.ones(C, dtype=bool) if chunks is None else wanted):
         return VerifyResult(p.collective.value, N, C, p.num_flows, p.num_steps)
-    if chunks is not None:
-        order = order[wanted[p.chunk_idx[order]]]
-        step_sorted = p.step[pf][order]
-        cut = np.flatnonzero(step_sorted[1:] != step_sorted[:-1]) + 1
-        starts = np.concatenate(([0], cut)).astype(np.int64) if len(order) else np.zeros(0, dtype=np.int64)
-        ends = np.append(starts[1:], len(order)).astype(np.int64)
+    order, (starts, ends), _ = _step_runs(p, pf, wanted)
+    step_sorted = p.step[pf][order]
     state = np.zeros((N * C, 2, W), dtype=np.uint64)   # both planes of a position in one row
     ge1, ge2 = state[:, 0], state[:, 1]
     coll = p.collective
@@ -213,6 +208,19 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
                                     flow=e.flow) from None
     _check_final(p, owner, ge1, ge2, last_write, first_dup, origin, chunks)
     return VerifyResult(coll.value, N, C, p.num_flows, p.num_steps)
+
+
+def _step_runs(p, pf: np.ndarray, wanted: np.ndarray | None):
+    """The pairs of the wanted chunks (all when None) in step order, the ``(starts, ends)`` of
+    each step's run in that order, and the pairs in the widest step."""
+    order = np.argsort(p.step[pf], kind="stable") if len(pf) else np.zeros(0, dtype=np.int64)
+    if wanted is not None:
+        order = order[wanted[p.chunk_idx[order]]]
+    step_sorted = p.step[pf][order]
+    cut = np.flatnonzero(step_sorted[1:] != step_sorted[:-1]) + 1
+    starts = np.concatenate(([0], cut)).astype(np.int64) if len(order) else np.zeros(0, dtype=np.int64)
+    ends = np.append(starts[1:], len(order)).astype(np.int64)
+    return order, (starts, ends), int((ends - starts).max()) if len(starts) else 0
 
 
 def _bits(row: np.ndarray, n: int) -> list[int]:
