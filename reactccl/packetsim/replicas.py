@@ -28,7 +28,6 @@ replica, ``spawn`` start method: ns-3 cannot be forked once loaded).
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 from functools import partial
 from collections.abc import Callable
@@ -40,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..netsim.network import ResolvedBackground
-from ..pattern import CollectivePattern
+from ..pattern import CollectivePattern, pattern_digest
 from ..trace import EpochTrace
 from .native import PacketSimError
 
@@ -66,17 +65,10 @@ def _run(epoch: int, pattern: CollectivePattern) -> tuple[EpochTrace, Any]:
     return _executor.run_epoch(pattern), getattr(net, "_resolved", None)
 
 
-def _key(pattern: CollectivePattern) -> bytes:
-    h = hashlib.blake2b(digest_size=16)
-    for a in (pattern.src, pattern.dst, pattern.step, pattern.chunk_ptr, pattern.chunk_idx):
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.digest()
-
-
 class _Job:
     __slots__ = ("epoch", "key", "future", "dropped")
 
-    def __init__(self, epoch: int, key: bytes, future: Future) -> None:
+    def __init__(self, epoch: int, key: int, future: Future) -> None:
         self.epoch, self.key, self.future, self.dropped = epoch, key, future, False
 
 
@@ -121,7 +113,7 @@ class ReplicaCluster:
     def _live(self, w: int) -> list[_Job]:
         return [j for j in self._jobs[w] if not j.dropped]
 
-    def _assign(self, epoch: int, key: bytes, pattern: CollectivePattern) -> _Job:
+    def _assign(self, epoch: int, key: int, pattern: CollectivePattern) -> _Job:
         # the replica with the least live work, then the fewest runs (dropped ones) ahead of it,
         # then the lowest index: a function of the requests alone
         w = min(range(self.replicas), key=lambda i: (len(self._live(i)), len(self._jobs[i]), i))
@@ -137,7 +129,7 @@ class ReplicaCluster:
         except (BrokenProcessPool, RuntimeError) as exc:
             raise PacketSimError(f"replica {w} is gone ({exc}); cannot run epoch {epoch}") from None
 
-    def _find(self, epoch: int, key: bytes) -> tuple[int, _Job] | None:
+    def _find(self, epoch: int, key: int) -> tuple[int, _Job] | None:
         for w, jobs in enumerate(self._jobs):
             for j in jobs:
                 if not j.dropped and j.epoch == epoch and j.key == key:
@@ -147,7 +139,7 @@ class ReplicaCluster:
     def run_epoch(self, pattern: CollectivePattern) -> EpochTrace:
         """Run the next epoch of ``pattern`` (positions = ranks already mapped); returns its trace,
         whose ``epoch`` is the global index (see the class docstring for the errors)."""
-        e, key = self.epoch, _key(pattern)
+        e, key = self.epoch, pattern_digest(pattern)
         for w, jobs in enumerate(self._jobs):       # what no longer matches the requests is dropped
             for j in jobs:
                 if not j.dropped and (j.epoch < e or j.key != key):

@@ -5,6 +5,7 @@ Knows nothing of networks or torch. See DESIGN.md "The pattern IR".
 """
 
 from .builder import PatternBuilder
+from .digest import pattern_digest
 from .io import SCHEMA, dumps, from_dict, load, loads, save, to_dict
 from .ir import CollectivePattern
 from .types import Chunk, Collective, Flow, Op, PatternError
@@ -17,6 +18,6 @@ from .msccl_import import from_msccl_xml
 __all__ = [
     "Chunk", "Collective", "CollectivePattern", "Flow", "Op", "PatternBuilder", "PatternError",
     "SCHEMA", "VerificationError", "VerifyResult", "chunk_owner", "dumps", "from_dict", "load",
-    "loads", "save", "to_dict", "verify", "verify_bytes",
+    "loads", "pattern_digest", "save", "to_dict", "verify", "verify_bytes",
     "MscclError", "from_msccl_xml", "load_pattern", "save_pattern", "to_msccl_xml",
 ]

@@ -55,7 +55,6 @@ Source: REACT §6.1 and Appendix B.1 (Algorithm 2).
 from __future__ import annotations
 
 import datetime
-import hashlib
 import logging
 import time
 import zlib
@@ -65,7 +64,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ..pattern import CollectivePattern, verify
+from ..pattern import CollectivePattern, pattern_digest, verify
 from .clock import clock_offset
 from .direct import compile_direct, run_direct
 from .execute import run_data, run_stepwise
@@ -101,16 +100,6 @@ class FlowTimeoutError(RuntimeError):
 
 class MismatchError(RuntimeError):
     """Ranks called the collective with different sizes, dtypes, devices or patterns."""
-
-
-def pattern_digest(pattern: CollectivePattern) -> int:
-    """A 63-bit digest of the pattern's arrays, equal on every process for equal patterns
-    (unlike ``hash``, which Python randomises per process)."""
-    h = hashlib.sha1(f"{pattern.collective.value}/{pattern.num_ranks}/{pattern.root}".encode())
-    for a in (np.round(pattern.chunk_size, 12), pattern.chunk_graph, pattern.step, pattern.src,
-              pattern.dst, pattern.op, pattern.chunk_ptr, pattern.chunk_idx):
-        h.update(np.ascontiguousarray(a).tobytes())
-    return int.from_bytes(h.digest()[:8], "little") & ((1 << 63) - 1)
 
 
 def _dtype_code(dtype: torch.dtype) -> int:
