@@ -32,8 +32,10 @@ one ECMP call per plan) against 1440d6e, same hour, bit-identical epoch times:
 
 The growth is the model's own: the rate changes a max-min re-solve must make per event grow with
 the flows sharing a bottleneck (about 3 per event at 256 ranks, 7 at 512: x9 in all for x2 ranks),
-and the compiled engine's cost per rate change stays about the same. ``experiment fig5a`` now
-takes about 200 s on both (the tuner's local search is ~95% of it; netsim about 3%).
+and the compiled engine's cost per rate change stays about the same. ``experiment fig5a`` took
+about 200-300 s on both (the tuner's local search was ~95% of it; netsim about 3%); with the
+search's compiled kernels (tuner/kernels.py, pattern/deps.py, pattern/verify_fast.py) it takes
+39 s on 2 workers, the same results (target 15 s: missed; the local search is still ~70%).
 
 The reference runs where it takes seconds (``--reference-max`` flows per epoch, default 40,000); beyond,
 its column shows ``-`` and the ratio is not extrapolated from this run (see the issue note for main's
