@@ -29,9 +29,10 @@ from reactccl.tuner import ReactController, ReactParams, ViableSwaps, apply_wind
 from reactccl.tuner.synthetic import SyntheticExecutor
 
 
-def decision_time(n: int, memo: dict | None, search: str = "local") -> tuple[float, int, float, dict]:
+def decision_time(n: int, memo: dict | None, search: str = "local",
+                  estimator: str = "closed") -> tuple[float, int, float, dict]:
     p = generate("nccl-tree", n)
-    params = ReactParams(search=search)
+    params = ReactParams(search=search, estimator=estimator)
     ctrl = ReactController(p, params)
     if memo is not None:
         ctrl.viable = ViableSwaps(params.seed, memo=memo)
@@ -131,14 +132,15 @@ def main() -> None:
     ap.add_argument("--gloo", type=int, default=0, metavar="EPOCHS", help="also run REACT on 4 Gloo ranks")
     args = ap.parse_args()
     print("decision time per batch (nccl-tree, rank 3 ingress 3x slower, B = 6; greedy: K_t = 15)")
-    print(f"{'ranks':>6}{'search':>8}{'cold s':>10}{'warm s':>10}{'tried':>7}{'est. gain':>11}{'warm/greedy':>13}")
+    print(f"{'ranks':>6}{'search':>14}{'cold s':>10}{'warm s':>10}{'tried':>7}{'est. gain':>11}{'warm/greedy':>13}")
     for n in args.ranks:
         warm_g = None
-        for search in ("greedy", "local"):
-            cold, tried, gain, memo = decision_time(n, None, search)
-            warm, _, _, _ = decision_time(n, memo, search)
+        for search, est in (("greedy", "closed"), ("local", "closed"), ("local", "fluid")):
+            cold, tried, gain, memo = decision_time(n, None, search, est)
+            warm, _, _, _ = decision_time(n, memo, search, est)
             warm_g = warm if search == "greedy" else warm_g
-            print(f"{n:>6}{search:>8}{cold:>10.3f}{warm:>10.3f}{tried:>7}{gain:>11.3f}{warm / warm_g:>13.2f}")
+            name = search if search == "greedy" else f"{search}/{est}"
+            print(f"{n:>6}{name:>14}{cold:>10.3f}{warm:>10.3f}{tried:>7}{gain:>11.3f}{warm / warm_g:>13.2f}")
     print("\nviable ②/③ sets of nccl-tree (exact algebraic method vs brute-force verify of every candidate)")
     print(f"{'ranks':>6}{'candidates':>12}{'viable':>9}{'fast s':>9}{'brute s (est.)':>16}{'speed-up':>10}")
     for n in args.sets:

@@ -259,7 +259,8 @@ class ReactController:
                               "repeated steady" if repeated else "steady on a loaded link"))
         snap = self.viable.snapshot()
         res = local_search(self.placement, model, batch[-1].flow_bytes, self.viable, banned, banned_keys,
-                           P.max_moves, max(P.max_evals, P.eval_work // max(pat.num_flows, 1)))
+                           P.max_moves, max(P.max_evals, P.eval_work // max(pat.num_flows, 1)),
+                           estimator=P.estimator_for(pat.num_ranks))
         need = 1.0 + max(P.epsilon, self._detectable(batch))
         if not res.moves or res.gain <= need:
             self.viable.restore(snap)

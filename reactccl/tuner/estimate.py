@@ -34,7 +34,8 @@ Fitting, from the history of ``(pattern, fct, bytes)`` observations:
    1, shrunk toward the mean ``g0`` of that ratio over all observed flows by twice its standard
    error (a pair differs from the fabric's typical cost only as far as its evidence beats its
    noise: per-epoch ECMP draws make single observations meaningless); a pair seen once or never
-   gets ``g0`` (neither free nor penalised).
+   gets ``g0`` (neither free nor penalised), and so does a pair that cannot be told from its
+   links: its sender was seen sending to no other rank, or its receiver receiving from no other.
 
 Latency (α) is not modelled separately: it is folded into ``C``, which is right for the
 bandwidth-bound messages REACT tunes (MB-sized chunks) and conservative for small ones.
@@ -123,7 +124,13 @@ def _fit(N: int, s: np.ndarray, d: np.ndarray, o: np.ndarray, i: np.ndarray, x: 
     se = np.where(cnt > 1, np.sqrt(var / np.maximum(cnt, 1)), np.inf)
     # a pair differs from the fabric's typical cost only as far as its evidence beats its noise
     shift = np.sign(mean - g0) * np.maximum(np.abs(mean - g0) - 2.0 * se, 0.0)
-    g = np.maximum(np.where(seen & np.isfinite(se), g0 + shift, g0), 1.0)
+    # ... and only where the pair can be told from its two links: its receiver was seen with
+    # another sender and its sender with another receiver (in a ring every rank has one of
+    # each, so a slow pair and a slow link look the same, and moving the pair would only
+    # move the blame)
+    seen2 = seen.reshape(N, N)
+    ident = ((seen2.sum(axis=1) >= 2)[:, None] & (seen2.sum(axis=0) >= 2)[None, :]).reshape(-1)
+    g = np.maximum(np.where(seen & ident & np.isfinite(se), g0 + shift, g0), 1.0)
     error = float(np.mean(np.abs(np.log(g[key] * base / n))))
     return {"line_rate": line_rate, "ps": ps, "pr": pr, "pair_seen": seen, "default_factor": g0,
             "pair_factor": g, "error": error}

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..pattern import CollectivePattern, PatternError, verify
 from .estimate import LinkModel, step_degrees
+from .fluid import fluid_finish
 from .kernels import estimated_finish
 from .paths import critical_path, schedule
 from .transforms import Placement, Swap, Transform, TunerError, ViableSwaps
@@ -32,19 +33,31 @@ from .transforms import Placement, Swap, Transform, TunerError, ViableSwaps
 __all__ = ["LocalResult", "local_search", "estimated_epoch"]
 
 
-def estimated_epoch(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray) -> float:
-    """Estimated epoch time (s) of ``pattern``: longest dependency chain with predicted FCTs."""
-    return _estimate(pattern, model, flow_bytes)[0]
+ESTIMATORS = ("closed", "fluid")
 
 
-def _estimate(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray) -> tuple[float, float]:
+def estimated_epoch(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray,
+                    estimator: str = "closed") -> float:
+    """Estimated epoch time (s) of ``pattern``: ``"closed"``, the longest dependency chain with
+    the model's predicted FCTs; ``"fluid"``, max-min sharing on the learned links
+    (:mod:`.fluid`)."""
+    return _estimate(pattern, model, flow_bytes, estimator)[0]
+
+
+def _estimate(pattern: CollectivePattern, model: LinkModel, flow_bytes: np.ndarray,
+              estimator: str = "closed") -> tuple[float, float]:
     """(estimated epoch time, search score) in s. The score adds 1% of the mean finish time of the
     chunk graphs: when two graphs are equally critical (the two trees of a double binary tree),
     a move that speeds up one of them lowers the score, so the search can cross the plateau to
     the move that speeds up the other."""
     if not pattern.num_flows:
         return 0.0, 0.0
-    finish = estimated_finish(pattern, model, flow_bytes) if type(model) is LinkModel else None
+    if estimator == "fluid":
+        finish = fluid_finish(pattern, model, flow_bytes)
+    elif estimator != "closed":
+        raise ValueError(f"estimator: expected one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    else:
+        finish = estimated_finish(pattern, model, flow_bytes) if type(model) is LinkModel else None
     if finish is None:  # the reference path (and its errors); any other model's own predict
         finish = schedule(pattern, model.predict(pattern, flow_bytes))[0]
     g = pattern.flow_graph
@@ -142,7 +155,8 @@ def _moves(placement: Placement, pattern: CollectivePattern, viable: ViableSwaps
 def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray, viable: ViableSwaps,
                  banned: set[Swap] | None = None, banned_keys: set[bytes] | None = None, max_moves: int = 8,
                  max_evals: int = 2000, hot: int = 6, partners: int = 8, all_windows_upto: int = 16,
-                 score: Callable[[CollectivePattern], float] | None = None, seed: int = 0) -> LocalResult:
+                 score: Callable[[CollectivePattern], float] | None = None, seed: int = 0,
+                 estimator: str = "closed") -> LocalResult:
     """Steepest-descent search over ①②③ moves from ``placement`` (see the module docstring).
 
     Args:
@@ -160,6 +174,7 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
             for an oracle); lower is better.
         seed: seeds the sample of a hot rank's windows when they are more than
             ``max_evals / (2 hot)`` (large patterns).
+        estimator: how a candidate's epoch is estimated (:func:`estimated_epoch`).
 
     Returns:
         A :class:`LocalResult`; the placement's :attr:`~Placement.pattern` verifies.
@@ -168,7 +183,7 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
         TunerError: the resulting pattern fails verification (a tuner bug).
     """
     banned, banned_keys = banned or set(), banned_keys or set()
-    scorer = (lambda q: (score(q), score(q))) if score is not None else (lambda q: _estimate(q, model, flow_bytes))
+    scorer = (lambda q: (score(q), score(q))) if score is not None else (lambda q: _estimate(q, model, flow_bytes, estimator))
     cur = placement
     cur_pat = cur.pattern
     res = LocalResult(cur)
