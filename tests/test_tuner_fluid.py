@@ -96,3 +96,20 @@ def test_auto_picks_fluid_for_small_jobs_and_the_errors():
         estimated_epoch(p, m, p.flow_bytes(MB), "exact")
     with pytest.raises(ValueError, match="finite"):
         fluid_finish(p, m, -p.flow_bytes(MB))
+
+
+@pytest.mark.parametrize("name,n,opts", [("binomial-reduce", 16, {"root": 0}), ("nccl-tree", 8, {"slices": 4}),
+                                         ("rabenseifner", 8, {}), ("bucket", 12, {"shape": (3, 4)}),
+                                         ("ring-allgather", 6, {})])
+def test_every_flow_finishes_after_what_it_waits_for(name, n, opts):
+    p = generate(name, n, **opts)
+    rng = np.random.default_rng(n)
+    m = _model(n, ps=rng.uniform(0, 2, n), pr=rng.uniform(0, 2, n), g=rng.uniform(1, 1.5, n * n))
+    b = p.flow_bytes(20e6)
+    fin = fluid_finish(p, m, b)
+    assert np.all(np.isfinite(fin))
+    ptr, idx = p.dependencies()
+    alone = b * 8 * m.pair_factor[p.src * n + p.dst] / C       # no flow runs faster than the line rate
+    for f in range(p.num_flows):
+        ready = max((fin[d] for d in idx[ptr[f]:ptr[f + 1]]), default=0.0)
+        assert fin[f] >= ready + alone[f] * (1 - 1e-9)

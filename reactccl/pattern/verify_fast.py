@@ -32,6 +32,14 @@ _ZERO = np.uint64(0)
 def _accepts(N, C, init, final, root, owner, pf, pc, step, src, dst, op, want):
     one = np.uint64(1)
     zero = np.uint64(0)
+    for f in range(len(src)):                 # out of range: not ours to judge (the reference names it)
+        if not (0 <= src[f] < N and 0 <= dst[f] < N and (op[f] == 0 or op[f] == 1)):
+            return False
+    for i in range(len(pf)):
+        if not (0 <= pc[i] < C and 0 <= pf[i] < len(src)):
+            return False
+    if not (0 <= root < N):
+        return False
     ge1 = np.zeros(N * C, np.uint64)
     ge2 = np.zeros(N * C, np.uint64)
     for c in range(C):

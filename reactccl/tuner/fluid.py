@@ -109,7 +109,9 @@ def _simulate(src, dst, bits, ptr, idx, group, prev, num_groups, cap, bg, N):
     rem = bits.copy()
     active = np.empty(F, np.int64)
     na = 0
-    todo = np.empty(F, np.int64)                      # flows that may have become ready
+    # flows that may have become ready, a stack: every flow is pushed once at the start, once per
+    # dependency that finishes and once when the group before it completes
+    todo = np.empty(2 * F + len(idx), np.int64)
     nt = 0
     for f in range(F):
         todo[nt] = f
