@@ -71,3 +71,39 @@ def test_the_reference_path_runs_where_the_kernel_does_not_apply():
     assert estimated_finish(p, m, b) is None
     with np.errstate(divide="ignore"), pytest.raises(ValueError, match="finite"):
         estimated_epoch(p, m, b)
+
+
+@pytest.mark.parametrize("estimator", ["closed", "fluid"])
+@pytest.mark.parametrize("topo,bg,place", [("star:hosts=16", ["into:3:p=2", "into:5:p=1"], "first"),
+                                           ("fat-tree:k=4", ["pairs:x=4:p=2"], "random")])
+def test_endpoint_scoring_gives_the_same_react_run(monkeypatch, estimator, topo, bg, place):
+    """Whole REACT runs with the candidates scored from their endpoint arrays (candidates.py) and
+    with every candidate pattern built, verified and scored: the same decisions and epochs."""
+    from reactccl.netsim import SimulatedCluster
+    from reactccl.topology import parse_topology, placement
+    from reactccl.tuner import ReactParams, run_react
+    from reactccl.tuner import local
+
+    t = parse_topology(topo)
+    hosts = placement(t, 8, place, seed=2)
+    p = generate("nccl-tree", 8)
+    from reactccl.tuner.candidates import CandidateScorer
+
+    answered = []
+    orig = CandidateScorer.score
+
+    def counted(self, *a):
+        out = orig(self, *a)
+        answered.append(out is not None)
+        return out
+
+    monkeypatch.setattr(CandidateScorer, "score", counted)
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(local, "ENDPOINT_SCORING", on)
+        r = run_react(SimulatedCluster(t, hosts, 20e6, background=bg, seed=2), p, 60, ReactParams(estimator=estimator))
+        runs.append(r)
+    a, b = runs
+    assert a.decisions and sum(answered) > 100               # the endpoint path did score the candidates
+    assert [(d.epoch, d.kind, d.tried) for d in a.decisions] == [(d.epoch, d.kind, d.tried) for d in b.decisions]
+    assert a.durations.tolist() == b.durations.tolist()

@@ -25,12 +25,17 @@ import numpy as np
 
 from ..pattern import CollectivePattern, PatternError, verify
 from .estimate import LinkModel, step_degrees
+from .candidates import CandidateScorer
 from .fluid import fluid_finish
 from .kernels import estimated_finish
 from .paths import critical_path, schedule
 from .transforms import Placement, Swap, Transform, TunerError, ViableSwaps
 
 __all__ = ["LocalResult", "local_search", "estimated_epoch"]
+
+#: score candidates from their endpoint arrays where that gives the same answer (candidates.py);
+#: False builds every candidate pattern (the reference path, for tests)
+ENDPOINT_SCORING = True
 
 
 ESTIMATORS = ("closed", "fluid")
@@ -200,6 +205,7 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
         else:
             ranks = _hot_ranks(cur_pat, model, flow_bytes, hot)
         best: tuple[float, Swap, Placement, CollectivePattern] | None = None
+        fast = CandidateScorer(cur_pat, model, flow_bytes, estimator) if score is None and ENDPOINT_SCORING else None
         cap = None if hot >= cur_pat.num_ranks else max(16, max_evals // (2 * max(len(ranks), 1)))
         for sw in _moves(cur, cur_pat, viable, model, ranks, partners, cur_pat.num_ranks <= all_windows_upto,
                          cap, rng):
@@ -212,23 +218,29 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
             if key in visited or key in banned_keys:
                 continue
             visited.add(key)
-            try:
-                q = nxt.unverified_pattern()
-                if sw.graph in stale:
-                    # from a graph's set made stale by an earlier ③ move: verify (cheap next to
-                    # recomputing the set, which costs seconds on 256 ranks). Only that graph's
-                    # chunks: the swap relabels flows of that graph alone, chunks never meet, and
-                    # every other chunk verifies in cur_pat, so this passes iff verify(q) does
-                    verify(q, chunks=graph_chunks(cur_pat, sw.graph))
-                elif sw.kind is Transform.GLOBAL and "_deps" in cur_pat.__dict__:
-                    # ① renames ranks in every flow (and blocks by a bijection of chunk ids):
-                    # "earlier flows into my source touching my chunks" is the same relation,
-                    # so the same dependency arrays (tests/test_tuner_fastpath.py)
-                    q.__dict__["_deps"] = cur_pat.__dict__["_deps"]
-            except (TunerError, PatternError):
-                continue
+            val = None
+            if fast is not None and fast.usable:     # the same answer from the endpoint arrays (candidates.py)
+                deps = cur_pat.__dict__.get("_deps") if sw.kind is Transform.GLOBAL else None
+                val = fast.score(nxt.src, nxt.dst, sw.graph if sw.graph in stale else None, deps)
+            if val is None:
+                try:
+                    q = nxt.unverified_pattern()
+                    if sw.graph in stale:
+                        # from a graph's set made stale by an earlier ③ move: verify (cheap next to
+                        # recomputing the set, which costs seconds on 256 ranks). Only that graph's
+                        # chunks: the swap relabels flows of that graph alone, chunks never meet, and
+                        # every other chunk verifies in cur_pat, so this passes iff verify(q) does
+                        verify(q, chunks=graph_chunks(cur_pat, sw.graph))
+                    elif sw.kind is Transform.GLOBAL and "_deps" in cur_pat.__dict__:
+                        # ① renames ranks in every flow (and blocks by a bijection of chunk ids):
+                        # "earlier flows into my source touching my chunks" is the same relation,
+                        # so the same dependency arrays (tests/test_tuner_fastpath.py)
+                        q.__dict__["_deps"] = cur_pat.__dict__["_deps"]
+                except (TunerError, PatternError):
+                    continue
+                val = scorer(q)
             res.evals += 1
-            est, v = scorer(q)
+            est, v = val
             if v < best_val * (1 - 1e-9) and (best is None or v < best[0]):
                 best = (v, est, sw, nxt)
         if best is None:
