@@ -1,6 +1,8 @@
 """Time to generate and exactly verify large patterns (issue 2: 1024-rank ring in < 5 s), and
 verify's time on the shapes that were quadratic (issue 11): 100k identical reduces in one
-step, a valid 100k-step pattern, each next to one 10x smaller (near-linear: ratio ~10).
+step, a valid 100k-step pattern, each next to one 10x smaller (near-linear: ratio ~10); and the
+compiled accept path (verify_fast, up to 64 ranks) beside the numpy reference (``compiled=False``)
+on the small patterns the tuner verifies, in one run.
 
 Usage: python bench/bench_verify.py [--ranks 1024] [--repeat 1] [--long 100000]
 Prints, per algorithm, flows, (flow, chunk) pairs, generation and verification seconds.
@@ -35,12 +37,12 @@ def long_chain(t: int) -> CollectivePattern:
                                          np.arange(t + 1), np.zeros(t, np.int64), name="long-chain")
 
 
-def _time_verify(p: CollectivePattern, repeat: int) -> tuple[float, str]:
+def _time_verify(p: CollectivePattern, repeat: int, compiled: bool = True) -> tuple[float, str]:
     best, what = float("inf"), ""
     for _ in range(repeat):
         t0 = time.perf_counter()
         try:
-            verify(p)
+            verify(p, compiled=compiled)
             what = "ok"
         except PatternError:
             what = "rejected"
@@ -67,12 +69,21 @@ def main() -> None:
                 best = (p, t1 - t0, t2 - t1)
         p, tg, tv = best
         print(f"{name:<22}{args.ranks:>6}{p.num_flows:>10}{len(p.chunk_idx):>11}{tg:>12.3f}{tv:>10.3f}{tg + tv:>9.3f}")
+    verify(generate("nccl-tree", 8))                  # numba: compile or load the accept path's cache first
     print(f"\n{'case':<14}{'flows':>9}{'steps':>9}{'verify s':>10}  {'x10 smaller s':>14}{'ratio':>7}  result")
     for make in (same_step, long_chain):
         big, small = make(args.long), make(max(args.long // 10, 1))
         tb, what = _time_verify(big, args.repeat)
         ts, _ = _time_verify(small, args.repeat)
         print(f"{big.name:<14}{big.num_flows:>9}{big.num_steps:>9}{tb:>10.3f}  {ts:>14.3f}{tb / max(ts, 1e-9):>7.1f}  {what}")
+    print(f"\n{'compiled accept path':<26}{'flows':>7}{'reference ms':>14}{'compiled ms':>13}{'speed-up':>10}")
+    small = [generate("nccl-tree", 8), generate("nccl-tree", 8, slices=4), generate("ring", 64), long_chain(10_000)]
+    for p in small:
+        reps = max(3, args.repeat)
+        tr = min(_time_verify(p, 1, compiled=False)[0] for _ in range(reps))
+        tc = min(_time_verify(p, 1)[0] for _ in range(reps))
+        print(f"{(p.name or 'pattern') + f' {p.num_ranks}':<26}{p.num_flows:>7}{tr * 1e3:>14.3f}{tc * 1e3:>13.3f}"
+              f"{tr / tc:>9.1f}x")
 
 
 if __name__ == "__main__":

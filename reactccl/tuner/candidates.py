@@ -7,8 +7,9 @@ in its flows' endpoints (``src``, ``dst``) where the collective has no root and 
 own methods call (verify's accept path on the stale chunk graph, the dependency lists, the
 estimate) on arrays prepared once per search. It returns what building the pattern and calling
 ``verify`` and ``_estimate`` on it returns, in the same floating-point operations. Where it
-cannot decide (verify's kernel says no; a self-flow), it answers None and the search takes
-the pattern path, which names the error. ``tests/test_tuner_kernels.py`` compares the two on
+cannot decide (a self-flow), it answers None and the search takes the pattern path; a
+candidate verify's kernel rejects is answered :data:`REJECTED` and skipped, without running
+the reference count a second time for a message nobody reads. ``tests/test_tuner_kernels.py`` compares the two on
 whole REACT runs. Source: ours.
 """
 
@@ -24,7 +25,11 @@ from .estimate import LinkModel
 from .fluid import _simulate
 from .kernels import _estimated_finish, _send_groups
 
-__all__ = ["CandidateScorer"]
+__all__ = ["CandidateScorer", "REJECTED"]
+
+#: :meth:`CandidateScorer.score`'s answer for a candidate that does not verify: the search skips
+#: it (it needs no message; the kernel is checked against the reference in the verify tests)
+REJECTED = (float("inf"), float("inf"))
 
 
 class CandidateScorer:
@@ -69,8 +74,9 @@ class CandidateScorer:
 
     def score(self, src: np.ndarray, dst: np.ndarray, verify_graph: int | None,
               deps: tuple[np.ndarray, np.ndarray] | None) -> tuple[float, float] | None:
-        """The candidate's ``(estimated epoch, search score)`` in s, or None where the pattern
-        path must decide (it is then built, verified and scored as before).
+        """The candidate's ``(estimated epoch, search score)`` in s, :data:`REJECTED` when it
+        does not verify, or None where the pattern path must decide (it is then built, verified
+        and scored as before).
 
         Args:
             src, dst: the candidate's endpoints, shape ``(F,)``, int64.
@@ -83,7 +89,7 @@ class CandidateScorer:
             want = self.chunk_graph == verify_graph
             if not _accepts(self.N, self.C, 0, 0, 0, self.owner, self.pf, self.ch, self.step, src, dst, self.op,
                             want):
-                return None
+                return REJECTED
         C = self.C
         ptr, idx = deps if deps is not None else _deps(len(src), self.pf, dst[self.pf] * C + self.ch,
                                                        src[self.pf] * C + self.ch, self.st, self.T)

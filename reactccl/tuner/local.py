@@ -25,7 +25,7 @@ import numpy as np
 
 from ..pattern import CollectivePattern, PatternError, verify
 from .estimate import LinkModel, step_degrees
-from .candidates import CandidateScorer
+from .candidates import REJECTED, CandidateScorer
 from .fluid import fluid_finish
 from .kernels import estimated_finish
 from .paths import critical_path, schedule
@@ -222,6 +222,8 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
             if fast is not None and fast.usable:     # the same answer from the endpoint arrays (candidates.py)
                 deps = cur_pat.__dict__.get("_deps") if sw.kind is Transform.GLOBAL else None
                 val = fast.score(nxt.src, nxt.dst, sw.graph if sw.graph in stale else None, deps)
+                if val is REJECTED:
+                    continue
             if val is None:
                 try:
                     q = nxt.unverified_pattern()
