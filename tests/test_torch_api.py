@@ -145,3 +145,13 @@ def test_no_close_shuts_down_quietly(capfd, drop):
     if drop:
         assert [r[1] for r in res] == [False, False]         # the tuner thread was stopped
     assert "REACT tuning stopped" not in err and "control plane failed" not in err, err[-2000:]
+
+
+def test_default_controller_takes_params_as_a_dict():
+    # the testbed worker gets ReactAllReduce's options as JSON, so params may be a dict of fields
+    from reactccl.torch import default_controller
+    from reactccl.tuner import ReactParams
+    ctrl = default_controller(generate("nccl-tree", 4), {"estimator": "closed", "B": 8})
+    assert ctrl.params == ReactParams(estimator="closed", B=8)
+    with pytest.raises(TypeError, match="no_such_field"):
+        default_controller(generate("nccl-tree", 4), {"no_such_field": 1})

@@ -33,14 +33,20 @@ __all__ = ["ReactAllReduce", "default_controller"]
 def default_controller(pattern: CollectivePattern, params=None):
     """REACT's controller for ``pattern`` (``reactccl.tuner.ReactController(pattern, params)``).
 
+    ``params`` is a ``ReactParams``, or a mapping of its fields (as a JSON command line gives,
+    e.g. ``{"estimator": "closed"}``).
+
     Raises:
         RuntimeError: ``reactccl.tuner`` does not provide ``ReactController``.
+        TypeError: ``params`` names a field ``ReactParams`` does not have.
     """
     try:
-        from ..tuner import ReactController
+        from ..tuner import ReactController, ReactParams
     except ImportError as e:
         raise RuntimeError("reactccl.tuner.ReactController is not available; pass controller= "
                            f"(an object with observe(trace)) or react=False ({e})") from e
+    if isinstance(params, dict):
+        params = ReactParams(**params)
     return ReactController(pattern, params) if params is not None else ReactController(pattern)
 
 
@@ -56,7 +62,7 @@ class ReactAllReduce:
             ``observe(trace)``, or a class/callable ``f(pattern)`` returning one;
             default :func:`default_controller`. Only the leader calls it.
         params: ``reactccl.tuner.ReactParams`` for the default controller (B, δ1, δ2, ...,
-            ``apply_delay``).
+            ``apply_delay``), or a dict of its fields.
         every: epochs per control-plane round (:class:`RTuner`; 1 = records go to the leader
             after every epoch).
         delay: the RTuner's delay (default ``params.apply_delay``, REACT's 5 epochs; give the
@@ -115,7 +121,7 @@ class ReactAllReduce:
                 if isinstance(ctrl, type) or not hasattr(ctrl, "observe"):
                     ctrl = ctrl(pattern)
             if delay is None:
-                delay = getattr(params, "apply_delay", 5)
+                delay = params.get("apply_delay", 5) if isinstance(params, dict) else getattr(params, "apply_delay", 5)
             self.tuner = RTuner(self.rc, ctrl, leader=leader, every=every, delay=delay,
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
         self.epoch = 0
