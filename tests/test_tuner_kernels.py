@@ -107,3 +107,25 @@ def test_endpoint_scoring_gives_the_same_react_run(monkeypatch, estimator, topo,
     assert a.decisions and sum(answered) > 100               # the endpoint path did score the candidates
     assert [(d.epoch, d.kind, d.tried) for d in a.decisions] == [(d.epoch, d.kind, d.tried) for d in b.decisions]
     assert a.durations.tolist() == b.durations.tolist()
+
+
+def test_swap_endpoints_is_the_masked_transposition():
+    # Placement.apply's compiled relabelling against np.where(Swap.mask, sig[src], src)
+    from reactccl.tuner.kernels import swap_endpoints
+    from reactccl.tuner.transforms import Swap, Transform
+    rng = np.random.default_rng(5)
+    for name, n in (("nccl-tree", 8), ("ring", 6), ("recursive-doubling", 8)):
+        p = generate(name, n)
+        for _ in range(40):
+            a, b = (int(x) for x in rng.choice(n, 2, replace=False))
+            g = int(rng.integers(p.flow_graph.max() + 1))
+            t0 = int(rng.integers(p.num_steps))
+            t1 = int(rng.integers(t0, p.num_steps))
+            for sw in (Swap(Transform.GLOBAL, a, b), Swap(Transform.CHUNK, a, b, g),
+                       Swap(Transform.POSITION, a, b, g, t0, t1)):
+                sig = np.arange(n)
+                sig[a], sig[b] = b, a
+                m = sw.mask(p)
+                s, d = swap_endpoints(p.src, p.dst, p.flow_graph, p.step, sw.a, sw.b, sw.graph, sw.t0, sw.t1)
+                assert np.array_equal(s, np.where(m, sig[p.src], p.src)), sw
+                assert np.array_equal(d, np.where(m, sig[p.dst], p.dst)), sw

@@ -16,6 +16,7 @@ whole REACT runs. Source: ours.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ..pattern import Collective, CollectivePattern
 from ..pattern.deps import _deps
@@ -30,6 +31,81 @@ __all__ = ["CandidateScorer", "REJECTED"]
 #: :meth:`CandidateScorer.score`'s answer for a candidate that does not verify: the search skips
 #: it (it needs no message; the kernel is checked against the reference in the verify tests)
 REJECTED = (float("inf"), float("inf"))
+
+# what _score_kernel found besides a score
+_SCORED, _PATTERN_PATH, _REJECT = 0, 1, 2
+
+
+@njit(cache=True)
+def _pairwise_sum(a):
+    """``np.add.reduce(a)`` for ``len(a) <= 128``, bit for bit: numpy's pairwise summation (a
+    plain loop below 8 values, eight running sums up to its 128-value block)."""
+    n = len(a)
+    if n < 8:
+        res = -0.0
+        for i in range(n):
+            res += a[i]
+        return res
+    r = a[:8].copy()
+    i = 8
+    while i < n - n % 8:
+        for j in range(8):
+            r[j] += a[i + j]
+        i += 8
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        res += a[i]
+        i += 1
+    return res
+
+
+@njit(cache=True)
+def _score_kernel(src, dst, check, dep_ptr, dep_idx, have_deps, N, C, owner, pf, ch, step, op, want, st, T,
+                  fg, G, b, pair_factor, ps, pr, bg, line_rate, fluid, refine):
+    """One candidate, every stage of :meth:`CandidateScorer.score` in one compiled call:
+    ``(status, epoch s, score s)``, status ``_SCORED``, ``_PATTERN_PATH`` (a self-flow, a byte
+    count the reference refuses, or more than 128 chunk graphs) or ``_REJECT`` (verify's kernel
+    rejects it)."""
+    F = len(src)
+    for f in range(F):
+        if src[f] == dst[f]:
+            return _PATTERN_PATH, 0.0, 0.0
+    if G > 128:
+        return _PATTERN_PATH, 0.0, 0.0
+    if check and not _accepts(N, C, 0, 0, 0, owner, pf, ch, step, src, dst, op, want):
+        return _REJECT, 0.0, 0.0
+    if have_deps:
+        ptr, idx = dep_ptr, dep_idx
+    else:
+        P = len(pf)
+        rpos = np.empty(P, np.int64)
+        spos = np.empty(P, np.int64)
+        for k in range(P):
+            rpos[k] = dst[pf[k]] * C + ch[k]
+            spos[k] = src[pf[k]] * C + ch[k]
+        ptr, idx = _deps(F, pf, rpos, spos, st, T)
+    if fluid:
+        group, prev = _send_groups(src, fg, step, G, T)
+        bits = np.empty(F)
+        for f in range(F):
+            bits[f] = b[f] * 8.0 * pair_factor[src[f] * N + dst[f]]
+        finish = _simulate(src, dst, bits, ptr, idx, group, prev, len(prev), line_rate, bg, N)
+    else:
+        finish = _estimated_finish(src, dst, step, fg, ptr, idx, b, pair_factor, ps, pr, line_rate, N, refine)
+        if len(finish) != F:
+            return _PATTERN_PATH, 0.0, 0.0
+    # np.maximum.at(gmax, fg, finish); finish.max(); gmax[gmax > 0].mean(), NaN-propagating alike
+    gmax = np.zeros(G)
+    t = finish[0]
+    for f in range(F):
+        v, cur = finish[f], gmax[fg[f]]
+        if cur == cur and (v != v or v > cur):
+            gmax[fg[f]] = v
+        if t == t and (v != v or v > t):
+            t = v
+    pos = gmax[gmax > 0]
+    mean = _pairwise_sum(pos) / len(pos) if len(pos) else np.nan    # numpy: nan for an empty mean
+    return _SCORED, t, t + 0.01 * mean
 
 
 class CandidateScorer:
@@ -71,6 +147,8 @@ class CandidateScorer:
         self.chunk_graph = np.asarray(p.chunk_graph, i64)
         self.bg = np.concatenate([np.asarray(model.ps, np.float64), np.asarray(model.pr, np.float64)])
         self.refine = model.concurrency != "step"
+        self.no_graph = np.zeros(len(self.chunk_graph), np.bool_)
+        self.no_deps = (np.zeros(1, i64), np.zeros(0, i64))
 
     def score(self, src: np.ndarray, dst: np.ndarray, verify_graph: int | None,
               deps: tuple[np.ndarray, np.ndarray] | None) -> tuple[float, float] | None:
@@ -83,27 +161,17 @@ class CandidateScorer:
             verify_graph: verify this chunk graph first (its viable set is stale), or None.
             deps: the candidate's dependency lists when known (a ① swap keeps them), else None.
         """
-        if bool(np.any(src == dst)) or verify_graph is not None and (self.N > MAX_RANKS or not self.verify_fits):
+        if verify_graph is not None and (self.N > MAX_RANKS or not self.verify_fits):
             return None
-        if verify_graph is not None:
-            want = self.chunk_graph == verify_graph
-            if not _accepts(self.N, self.C, 0, 0, 0, self.owner, self.pf, self.ch, self.step, src, dst, self.op,
-                            want):
-                return REJECTED
-        C = self.C
-        ptr, idx = deps if deps is not None else _deps(len(src), self.pf, dst[self.pf] * C + self.ch,
-                                                       src[self.pf] * C + self.ch, self.st, self.T)
+        check = verify_graph is not None
+        want = self.chunk_graph == verify_graph if check else self.no_graph
+        have = deps is not None
+        ptr, idx = (np.ascontiguousarray(deps[0], np.int64), np.ascontiguousarray(deps[1], np.int64)) if have \
+            else self.no_deps
         m = self.model
-        if self.fluid:
-            group, prev = _send_groups(src, self.fg, self.step, self.G, self.T)
-            bits = self.b * 8.0 * m.pair_factor[src * self.N + dst]
-            finish = _simulate(src, dst, bits, ptr, idx, group, prev, len(prev), float(m.line_rate), self.bg, self.N)
-        else:
-            finish = _estimated_finish(src, dst, self.step, self.fg, ptr, idx, self.b, m.pair_factor, m.ps, m.pr,
-                                       float(m.line_rate), self.N, self.refine)
-            if len(finish) != len(src):
-                return None
-        gmax = np.zeros(self.G)
-        np.maximum.at(gmax, self.fg, finish)
-        t = float(finish.max())
-        return t, t + 0.01 * float(gmax[gmax > 0].mean())
+        status, t, v = _score_kernel(src, dst, check, ptr, idx, have, self.N, self.C, self.owner, self.pf, self.ch,
+                                     self.step, self.op, want, self.st, self.T, self.fg, self.G, self.b,
+                                     m.pair_factor, m.ps, m.pr, self.bg, float(m.line_rate), self.fluid, self.refine)
+        if status == _SCORED:
+            return t, v
+        return REJECTED if status == _REJECT else None

@@ -48,6 +48,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..pattern import CollectivePattern
+from .kernels import _mean_concurrency
 from .paths import schedule
 
 __all__ = ["LinkModel", "mean_concurrency", "step_degrees"]
@@ -173,8 +174,10 @@ class LinkModel:
             src.append(pat.src[live])
             dst.append(pat.dst[live])
             rate.append(nbytes[live] * 8.0 / fct[live])
-            conc[0].append(mean_concurrency(pat.src[live], start[live], end[live]))
-            conc[1].append(mean_concurrency(pat.dst[live], start[live], end[live]))
+            # the compiled twin of mean_concurrency (the same operations; tests/test_tuner_kernels.py)
+            s_, e_ = start[live], end[live]
+            conc[0].append(_mean_concurrency(np.asarray(pat.src[live], np.int64), s_, e_))
+            conc[1].append(_mean_concurrency(np.asarray(pat.dst[live], np.int64), s_, e_))
             o, i = step_degrees(pat)
             deg[0].append(o[live])
             deg[1].append(i[live])

@@ -22,7 +22,7 @@ from numba import njit
 
 from ..pattern import CollectivePattern
 
-__all__ = ["estimated_finish", "send_group_arrays"]
+__all__ = ["estimated_finish", "send_group_arrays", "swap_endpoints"]
 
 
 @njit(cache=True)
@@ -193,3 +193,30 @@ def estimated_finish(pattern: CollectivePattern, model, flow_bytes: np.ndarray) 
                             np.asarray(pattern.flow_graph, i64), ptr, idx, b, model.pair_factor, model.ps, model.pr,
                             C, pattern.num_ranks, model.concurrency != "step")
     return fin if len(fin) == F else None
+
+
+@njit(cache=True)
+def _swap_endpoints(src, dst, fgraph, step, a, b, graph, t0, t1):
+    """Endpoints with ranks ``a`` and ``b`` exchanged in the flows touching either, restricted
+    to chunk graph ``graph`` (when >= 0) and steps ``t0..t1`` (when ``t0 >= 0``)."""
+    ns = src.copy()
+    nd = dst.copy()
+    for f in range(len(src)):
+        s, d = src[f], dst[f]
+        if s != a and s != b and d != a and d != b:
+            continue
+        if graph >= 0 and fgraph[f] != graph or t0 >= 0 and not t0 <= step[f] <= t1:
+            continue
+        ns[f] = b if s == a else a if s == b else s
+        nd[f] = b if d == a else a if d == b else d
+    return ns, nd
+
+
+def swap_endpoints(src: np.ndarray, dst: np.ndarray, fgraph: np.ndarray, step: np.ndarray, a: int, b: int,
+                   graph: int | None, t0: int | None, t1: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(src, dst)`` after exchanging ranks ``a`` and ``b`` in the flows a swap selects
+    (:meth:`reactccl.tuner.transforms.Swap.mask`: those touching ``a`` or ``b``, of chunk graph
+    ``graph`` and steps ``t0..t1`` where given), new int64 arrays of shape ``(F,)``; what
+    ``np.where(mask, sig[src], src)`` gives for the transposition ``sig``, in one call."""
+    return _swap_endpoints(src, dst, fgraph, step, a, b, -1 if graph is None else graph,
+                           -1 if t0 is None else t0, -1 if t1 is None else t1)

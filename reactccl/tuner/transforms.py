@@ -16,6 +16,7 @@ import numpy as np
 
 from ..pattern import Collective, CollectivePattern, PatternError, chunk_owner, verify
 from .equivalence import SwapSet, find_viable_swaps
+from .kernels import swap_endpoints
 
 __all__ = ["TunerError", "Transform", "Swap", "Placement", "DegreeTable", "ViableSwaps"]
 
@@ -135,9 +136,10 @@ class Placement:
             if not self.supports_global:
                 raise TunerError("swap ①: blocks of this pattern differ in layout; a global swap cannot move them")
             return Placement(self.original, sig[self.src], sig[self.dst], sig[self.kappa], _checked=True)
-        m = swap.mask(self.pattern)
-        return Placement(self.original, np.where(m, sig[self.src], self.src),
-                         np.where(m, sig[self.dst], self.dst), self.kappa, _checked=True)
+        o = self.original
+        src, dst = swap_endpoints(self.src, self.dst, o.flow_graph, o.step, swap.a, swap.b, swap.graph, swap.t0,
+                                  swap.t1)       # np.where(swap.mask(...), sig[src], src), compiled
+        return Placement(o, src, dst, self.kappa, _checked=True)
 
     @cached_property
     def pattern(self) -> CollectivePattern:
