@@ -131,14 +131,18 @@ def _moves(placement: Placement, pattern: CollectivePattern, viable: ViableSwaps
     N = pattern.num_ranks
     load = model.ps + model.pr
     cool = sorted(range(N), key=lambda r: (load[r], r))
+    sets: dict[int, tuple] = {}     # per graph: its viable set and the set's columns as lists
     for r, spots in ranks:
         mine: list[Swap] = []
         for g, t in (sorted({(g, -1) for g, _ in spots}) if all_windows else spots):
-            s = viable.for_graph(placement, g)
+            if g not in sets:
+                s = viable.for_graph(placement, g)
+                sets[g] = (s, s.a.tolist(), s.b.tolist(), s.full.tolist(), s.t0.tolist(), s.t1.tolist())
+            s, a_, b_, full_, t0_, t1_ = sets[g]
             for k in s.select(graph=g, rank=r, step=None if t < 0 else t).tolist():
-                y = int(s.b[k] if s.a[k] == r else s.a[k])
-                sw = (Swap(Transform.CHUNK, r, y, g) if s.full[k]
-                      else Swap(Transform.POSITION, r, y, g, int(s.t0[k]), int(s.t1[k])))
+                y = b_[k] if a_[k] == r else a_[k]
+                sw = (Swap(Transform.CHUNK, r, y, g) if full_[k]
+                      else Swap(Transform.POSITION, r, y, g, t0_[k], t1_[k]))
                 if sw not in seen:
                     seen.add(sw)
                     mine.append(sw)

@@ -130,11 +130,11 @@ class Placement:
         for r in (swap.a, swap.b):
             if not 0 <= r < n:
                 raise TunerError(f"swap: rank {r} out of range 0..{n - 1}")
-        sig = np.arange(n)
-        sig[swap.a], sig[swap.b] = swap.b, swap.a
         if swap.kind is Transform.GLOBAL:
             if not self.supports_global:
                 raise TunerError("swap ①: blocks of this pattern differ in layout; a global swap cannot move them")
+            sig = np.arange(n)
+            sig[swap.a], sig[swap.b] = swap.b, swap.a
             return Placement(self.original, sig[self.src], sig[self.dst], sig[self.kappa], _checked=True)
         o = self.original
         src, dst = swap_endpoints(self.src, self.dst, o.flow_graph, o.step, swap.a, swap.b, swap.graph, swap.t0,
