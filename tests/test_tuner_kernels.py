@@ -129,3 +129,14 @@ def test_swap_endpoints_is_the_masked_transposition():
                 s, d = swap_endpoints(p.src, p.dst, p.flow_graph, p.step, sw.a, sw.b, sw.graph, sw.t0, sw.t1)
                 assert np.array_equal(s, np.where(m, sig[p.src], p.src)), sw
                 assert np.array_equal(d, np.where(m, sig[p.dst], p.dst)), sw
+
+
+def test_pairwise_sum_is_numpys_sum_bit_for_bit():
+    # the candidate kernel's mean of the chunk graphs' finish times must be numpy's, to the last bit
+    from reactccl.tuner.candidates import _pairwise_sum
+    rng = np.random.default_rng(11)
+    for n in list(range(1, 40)) + [63, 64, 65, 127, 128]:
+        for _ in range(20):
+            a = rng.random(n) * 10.0 ** rng.uniform(-6, 0, n)
+            assert _pairwise_sum(a) == np.add.reduce(a), n
+            assert _pairwise_sum(a) / n == a.mean(), n
