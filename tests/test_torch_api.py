@@ -155,3 +155,19 @@ def test_default_controller_takes_params_as_a_dict():
     assert ctrl.params == ReactParams(estimator="closed", B=8)
     with pytest.raises(TypeError, match="no_such_field"):
         default_controller(generate("nccl-tree", 4), {"no_such_field": 1})
+
+
+def test_react_allreduce_checks_dict_params_on_every_rank():
+    # a bad params dict must fail on each rank at construction, not on the leader alone
+    from reactccl.runtime.local import run_local
+    res = run_local(_bad_params_child, 2, timeout=60)
+    assert all("no_such_field" in r for r in res)
+
+
+def _bad_params_child(rank, world):
+    from reactccl.torch import ReactAllReduce
+    try:
+        ReactAllReduce(algorithm="ring", params={"no_such_field": 1}, leader=0)
+    except TypeError as e:
+        return str(e)
+    return "constructed"

@@ -140,3 +140,38 @@ def test_pairwise_sum_is_numpys_sum_bit_for_bit():
             a = rng.random(n) * 10.0 ** rng.uniform(-6, 0, n)
             assert _pairwise_sum(a) == np.add.reduce(a), n
             assert _pairwise_sum(a) / n == a.mean(), n
+
+
+def test_candidate_kernel_pins_the_modules_it_compiles_in():
+    # numba keys candidates.py's disk cache on that file alone: an edit of a callee's file must
+    # come with a new pin in candidates.PINNED (reactccl/numba_cache.py)
+    from pathlib import Path
+
+    from reactccl.numba_cache import file_pin
+    from reactccl.tuner import candidates
+    root = Path(candidates.__file__).parent.parent
+    for name, pin in candidates.PINNED.items():
+        assert file_pin(root / name) == pin, name
+    assert candidates._CACHE
+
+
+@pytest.mark.parametrize("name", ["ring-allgather", "ring-reducescatter", "nccl-tree"])
+def test_apply_after_a_global_swap_uses_the_current_chunk_graphs(name):
+    # a ① swap of a blocked collective moves blocks, so a later ②/③ swap names the current
+    # pattern's chunk graphs: apply must select what Swap.mask selects on the current pattern
+    from reactccl.tuner.transforms import Placement, Swap, Transform
+    rng = np.random.default_rng(3)
+    p = generate(name, 4)
+    for _ in range(30):
+        a, b = (int(x) for x in rng.choice(4, 2, replace=False))
+        pl = Placement(p).apply(Swap(Transform.GLOBAL, a, b))
+        q = pl.pattern
+        c, d = (int(x) for x in rng.choice(4, 2, replace=False))
+        g = int(q.flow_graph[rng.integers(q.num_flows)])
+        sw = Swap(Transform.CHUNK, c, d, g)
+        sig = np.arange(4)
+        sig[c], sig[d] = d, c
+        m = sw.mask(q)
+        nxt = pl.apply(sw)
+        assert np.array_equal(nxt.src, np.where(m, sig[q.src], q.src)), (a, b, sw)
+        assert np.array_equal(nxt.dst, np.where(m, sig[q.dst], q.dst)), (a, b, sw)

@@ -34,12 +34,12 @@ back. The kernel returns a status: 0 done, 1 no events left with watched flows p
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 from numba import njit
 
+from ..numba_cache import pins_hold
 from . import heap, prepare
 from .heap import grow, heap_move, heap_pop, heap_push, heapify
 
@@ -49,15 +49,7 @@ from .heap import grow, heap_move, heap_pop, heap_push, heapify
 PINNED = {"heap.py": "6fb6d0802932cb0f", "prepare.py": "439414c67ee3b7a9"}
 
 
-def _pins_hold() -> bool:
-    try:
-        return all(hashlib.sha256((Path(__file__).parent / name).read_bytes()).hexdigest()[:16] == pin
-                   for name, pin in PINNED.items())
-    except OSError:             # no source to read: no disk cache either
-        return False
-
-
-_CACHE = _pins_hold()
+_CACHE = pins_hold(Path(__file__).parent, PINNED)
 SEND_DONE, ARRIVE, RELEASE, PERIODIC = heap.TRACKED, 1, 2, 3
 # integer scalars in ``si``
 (S_NFLOWS, S_NPL, S_HSIZE, S_EVENTS, S_BATCHES, S_PENDING, S_MAXEV, S_MAXBL, S_ARG, S_NSTATIC, S_SOLVES, S_SOLVED,

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import weakref
 
+from collections.abc import Mapping
+
 import torch
 import torch.distributed as dist
 
@@ -41,13 +43,22 @@ def default_controller(pattern: CollectivePattern, params=None):
         TypeError: ``params`` names a field ``ReactParams`` does not have.
     """
     try:
-        from ..tuner import ReactController, ReactParams
+        from ..tuner import ReactController
     except ImportError as e:
         raise RuntimeError("reactccl.tuner.ReactController is not available; pass controller= "
                            f"(an object with observe(trace)) or react=False ({e})") from e
-    if isinstance(params, dict):
-        params = ReactParams(**params)
+    if isinstance(params, Mapping):
+        params = _react_params(params)
     return ReactController(pattern, params) if params is not None else ReactController(pattern)
+
+
+def _react_params(fields: Mapping):
+    """``ReactParams(**fields)``; RuntimeError when ``reactccl.tuner`` is not available."""
+    try:
+        from ..tuner import ReactParams
+    except ImportError as e:
+        raise RuntimeError(f"reactccl.tuner is not available to read params ({e})") from e
+    return ReactParams(**fields)
 
 
 class ReactAllReduce:
@@ -62,7 +73,7 @@ class ReactAllReduce:
             ``observe(trace)``, or a class/callable ``f(pattern)`` returning one;
             default :func:`default_controller`. Only the leader calls it.
         params: ``reactccl.tuner.ReactParams`` for the default controller (B, δ1, δ2, ...,
-            ``apply_delay``), or a dict of its fields.
+            ``apply_delay``), or a mapping of its fields (checked on every rank).
         every: epochs per control-plane round (:class:`RTuner`; 1 = records go to the leader
             after every epoch).
         delay: the RTuner's delay (default ``params.apply_delay``, REACT's 5 epochs; give the
@@ -82,6 +93,8 @@ class ReactAllReduce:
             together with generator options.
         PatternError: the pattern file is malformed or does not verify.
         RuntimeError: torch.distributed is not initialised, or no controller is available.
+        TypeError, ValueError: ``params`` is a mapping that ``ReactParams`` refuses (every rank
+            raises it).
 
     Shutdown: :meth:`close` stops the tuner and waiter threads and destroys the
     control group. Call it (on every rank) when the object is done with but the
@@ -115,13 +128,15 @@ class ReactAllReduce:
         self.average = average
         self.tuner: RTuner | None = None
         if react:
+            if isinstance(params, Mapping):      # checked on every rank, not on the leader alone
+                params = _react_params(params)
             ctrl = None
             if self.rc.rank == leader:
                 ctrl = controller if controller is not None else (lambda p: default_controller(p, params))
                 if isinstance(ctrl, type) or not hasattr(ctrl, "observe"):
                     ctrl = ctrl(pattern)
             if delay is None:
-                delay = params.get("apply_delay", 5) if isinstance(params, dict) else getattr(params, "apply_delay", 5)
+                delay = getattr(params, "apply_delay", 5)
             self.tuner = RTuner(self.rc, ctrl, leader=leader, every=every, delay=delay,
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
         self.epoch = 0

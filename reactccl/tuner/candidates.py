@@ -15,9 +15,12 @@ whole REACT runs. Source: ours.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from numba import njit
 
+from ..numba_cache import pins_hold
 from ..pattern import Collective, CollectivePattern
 from ..pattern.deps import _deps
 from ..pattern.verify import DEFAULT_MAX_BYTES, chunk_owner, verify_bytes
@@ -32,11 +35,18 @@ __all__ = ["CandidateScorer", "REJECTED"]
 #: it (it needs no message; the kernel is checked against the reference in the verify tests)
 REJECTED = (float("inf"), float("inf"))
 
+# numba checks a cache entry against its own source file only, and _score_kernel has the kernels of
+# these files compiled in: their hashes are pinned (tests/test_tuner_kernels.py checks the pins), so
+# an edit there is an edit here; while a pin is off, the kernel is compiled afresh in each process
+PINNED = {"pattern/verify_fast.py": "998093800d5d8183", "pattern/deps.py": "667f5889359b00a9",
+          "tuner/fluid.py": "03480213e0cf1049", "tuner/kernels.py": "f3bf52dd9a9f0f0d"}
+_CACHE = pins_hold(Path(__file__).parent.parent, PINNED)
+
 # what _score_kernel found besides a score
 _SCORED, _PATTERN_PATH, _REJECT = 0, 1, 2
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _pairwise_sum(a):
     """``np.add.reduce(a)`` for ``len(a) <= 128``, bit for bit: numpy's pairwise summation (a
     plain loop below 8 values, eight running sums up to its 128-value block)."""
@@ -59,7 +69,7 @@ def _pairwise_sum(a):
     return res
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _score_kernel(src, dst, check, dep_ptr, dep_idx, have_deps, N, C, owner, pf, ch, step, op, want, st, T,
                   fg, G, b, pair_factor, ps, pr, bg, line_rate, fluid, refine):
     """One candidate, every stage of :meth:`CandidateScorer.score` in one compiled call:

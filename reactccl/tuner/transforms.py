@@ -137,8 +137,11 @@ class Placement:
             sig[swap.a], sig[swap.b] = swap.b, swap.a
             return Placement(self.original, sig[self.src], sig[self.dst], sig[self.kappa], _checked=True)
         o = self.original
-        src, dst = swap_endpoints(self.src, self.dst, o.flow_graph, o.step, swap.a, swap.b, swap.graph, swap.t0,
-                                  swap.t1)       # np.where(swap.mask(...), sig[src], src), compiled
+        # the swap's graph is the current pattern's: a ① swap of a blocked collective moves blocks,
+        # and with them the chunk graph of each flow; elsewhere the graphs stay the original's
+        fg = self.pattern.flow_graph if o.collective.is_blocked else o.flow_graph
+        src, dst = swap_endpoints(self.src, self.dst, fg, o.step, swap.a, swap.b, swap.graph, swap.t0,
+                                  swap.t1)       # np.where(swap.mask(self.pattern), sig[src], src), compiled
         return Placement(o, src, dst, self.kappa, _checked=True)
 
     @cached_property
