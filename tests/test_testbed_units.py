@@ -107,6 +107,14 @@ def test_experiment_config_is_checked_before_anything_is_built(kw, words):
     ExperimentConfig().check()  # the defaults are fine
 
 
+@pytest.mark.parametrize("param, words", [("nosuch=1", "not a REACT parameter"), ("estimator=bogus", "estimator")])
+def test_experiment_cli_checks_react_params_before_anything_is_built(param, words, capsys):
+    # `reactccl testbed experiment --param` is refused (exit 2, named) before a testbed goes up
+    from reactccl.cli.main import main
+    assert main(["testbed", "experiment", "--hosts", "4", "--flows", "2", "--param", param]) == 2
+    assert words in capsys.readouterr().err
+
+
 def test_stale_state_means_a_dead_owner_of_an_unfinished_or_transient_testbed(tmp_path, monkeypatch):
     import os
     import subprocess

@@ -16,6 +16,9 @@ import argparse
 import signal
 import sys
 
+from .experiment_cmd import _check_params, _param
+
+
 def _tb():
     from ..runtime import testbed  # noqa: PLC0415  (keep `reactccl --help` fast)
     return testbed
@@ -132,10 +135,13 @@ def _cmd_status(args) -> int:
 def _cmd_experiment(args) -> int:
     from ..runtime.testbed import experiment as ex  # noqa: PLC0415
 
+    params = dict(args.param)
+    _check_params(params)
     cfg = ex.ExperimentConfig(hosts=tuple(args.hosts), flows=tuple(args.flows), rate=args.rate,
                               mbytes=args.mbytes, epochs=args.epochs, rounds=args.rounds, skip=args.skip,
                               algorithm=args.algorithm, modes=tuple(args.modes.split(",")),
-                              victim=args.victim, control=not args.no_control)
+                              victim=args.victim, control=not args.no_control,
+                              react_options={"params": params} if params else {})
     results = ex.run_experiment(cfg, args.out)
     print(ex.format_table(ex.summarize(results)))
     ex.plot_cdf(results, f"{args.out}/cdf.png")
@@ -223,6 +229,9 @@ def add_parser(subparsers) -> None:
     e.add_argument("--modes", default="baseline,react,nccl")
     e.add_argument("--victim", type=int, default=None, help="congested rank (default: busiest receiver)")
     e.add_argument("--no-control", action="store_true", help="control plane on the shaped data links")
+    e.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
+                   help="a REACT parameter for the react mode (reactccl.tuner.ReactParams, e.g. "
+                        "estimator=closed), repeatable")
     e.add_argument("--out", default="results/testbed", help="output folder (default results/testbed)")
     e.set_defaults(func=_wrap(_cmd_experiment))
 

@@ -16,7 +16,6 @@ Source: REACT §6 (RCollective, RTuner); the epoch/batch/delay defaults are §5.
 from __future__ import annotations
 
 import weakref
-
 from collections.abc import Mapping
 
 import torch

@@ -6,11 +6,12 @@ in its flows' endpoints (``src``, ``dst``) where the collective has no root and 
 :class:`~reactccl.pattern.CollectivePattern`. It calls the compiled kernels that the pattern's
 own methods call (verify's accept path on the stale chunk graph, the dependency lists, the
 estimate) on arrays prepared once per search. It returns what building the pattern and calling
-``verify`` and ``_estimate`` on it returns, in the same floating-point operations. Where it
-cannot decide (a self-flow), it answers None and the search takes the pattern path; a
-candidate verify's kernel rejects is answered :data:`REJECTED` and skipped, without running
-the reference count a second time for a message nobody reads. ``tests/test_tuner_kernels.py`` compares the two on
-whole REACT runs. Source: ours.
+``verify`` and ``_estimate`` on it returns, in the same floating-point operations, in one
+compiled call per candidate (:func:`_score_kernel`). Where it cannot decide (a self-flow, more
+than 128 chunk graphs), it answers None and the search takes the pattern path; a candidate
+verify's kernel rejects is answered :data:`REJECTED` and skipped, without running the reference
+count a second time for a message nobody reads. ``tests/test_tuner_kernels.py`` compares the two
+on whole REACT runs. Source: ours.
 """
 
 from __future__ import annotations
