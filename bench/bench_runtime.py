@@ -14,8 +14,9 @@ per method is the median. The table prints each method's median time over all ro
 its ratio to ``dist.all_reduce`` as ``median [min-max over rounds]``.
 
 Methods: ``all_reduce``; one RCollective per ``--algorithms`` entry with the default options;
-with ``--ablations``, ring variants with one choice changed each (``+pipe1M``/``+pipe4M``:
-pipeline parts of about 1 or 4 MB, which are off by default; ``-stage``: every send and
+with ``--ablations``, ring variants with one choice changed each (``+pipe1M``/``+pipe2M``/``+pipe4M``:
+pipeline parts of about 1, 2 or 4 MB, which are off by default; 2 MB cuts a 4-rank ring's 4 MB
+chunk in two, as Gloo's own ring does at least (gloo/allreduce.cc: two or more segments per chunk); ``-stage``: every send and
 receive staged; ``-inplace``: copies not received in place;
 ``-direct``: small messages' receives waited for by pool threads, not the calling thread)
 and ``before`` (no staging decisions, no in-place receives, no direct mode: the executor's
@@ -46,7 +47,8 @@ from reactccl.runtime import RCollective
 from reactccl.runtime.local import run_local
 from reactccl.trace import format_bytes, format_time
 
-ABLATIONS = {"+pipe1M": dict(pipeline_bytes=1 << 20), "+pipe4M": dict(pipeline_bytes=4 << 20),
+ABLATIONS = {"+pipe1M": dict(pipeline_bytes=1 << 20), "+pipe2M": dict(pipeline_bytes=2 << 20),
+             "+pipe4M": dict(pipeline_bytes=4 << 20),
              "-stage": dict(staging="always"), "-inplace": dict(in_place=False), "-direct": dict(direct_bytes=0),
              "+directAll": dict(direct_bytes=1 << 62),
              "before": dict(pipeline_bytes=None, staging="always", in_place=False, direct_bytes=0)}

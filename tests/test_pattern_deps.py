@@ -35,3 +35,22 @@ def test_hand_made_lists():
                                       [0, 0, 0], [0, 1, 2, 3], [0, 0, 1], check=False)
     ptr, idx = dependencies_csr(p)
     assert ptr.tolist() == [0, 0, 1, 1] and idx.tolist() == [0]
+
+
+@pytest.mark.parametrize("senders", [5, 40])
+def test_long_and_repeated_lists(senders):
+    # ranks 1..senders send chunks {0, 1} to rank 0 at step 0 (flow ids in reverse order of rank),
+    # then rank 0 sends both chunks on at step 1: its flow depends on every earlier flow, each
+    # found through two chunks (listed once, sorted); 40 takes the long-list branch (> 32)
+    n = senders + 2
+    src = list(range(senders, 0, -1)) + [0]
+    dst = [0] * senders + [n - 1]
+    step = [0] * senders + [1]
+    F = senders + 1
+    p = CollectivePattern.from_arrays("allreduce", n, [0.5, 0.5], [0, 0], step, src, dst, [0] * F,
+                                      list(range(0, 2 * F + 1, 2)), [0, 1] * F, check=False)
+    ptr, idx = dependencies_csr(p)
+    assert ptr.tolist() == [0] * (senders + 1) + [senders]
+    assert idx.tolist() == list(range(senders))
+    want = dependencies_numpy(p)
+    assert np.array_equal(ptr, want[0]) and np.array_equal(idx, want[1])

@@ -25,12 +25,11 @@ def _deps(F, pf, rpos, spos, st, T):
     rs = rkey[order]
     lo = np.searchsorted(rs, spos * T, side="left")
     hi = np.searchsorted(rs, spos * T + st, side="left")
-    cnt = np.zeros(F, np.int64)
-    for i in range(P):
-        cnt[pf[i]] += hi[i] - lo[i]
     start = np.zeros(F + 1, np.int64)
+    for i in range(P):
+        start[pf[i] + 1] += hi[i] - lo[i]
     for f in range(F):
-        start[f + 1] = start[f] + cnt[f]
+        start[f + 1] += start[f]
     raw = np.empty(start[F], np.int64)
     fill = start[:F].copy()
     for i in range(P):
@@ -38,17 +37,29 @@ def _deps(F, pf, rpos, spos, st, T):
         for k in range(lo[i], hi[i]):
             raw[fill[f]] = pf[order[k]]
             fill[f] += 1
+    # each flow's list sorted and made unique in place (compacted to the front of ``raw``): a
+    # list is usually a few flows, so an insertion sort, which allocates nothing (a per-flow
+    # np.sort's allocation was most of the call on small patterns); long lists use np.sort
     ptr = np.zeros(F + 1, np.int64)
-    out = np.empty(start[F], np.int64)
     n = 0
     for f in range(F):
-        seg = np.sort(raw[start[f]:start[f + 1]])
-        for k in range(len(seg)):
-            if k == 0 or seg[k] != seg[k - 1]:
-                out[n] = seg[k]
+        a, b = start[f], start[f + 1]
+        if b - a > 32:
+            raw[a:b] = np.sort(raw[a:b])
+        else:
+            for i in range(a + 1, b):
+                v = raw[i]
+                j = i - 1
+                while j >= a and raw[j] > v:
+                    raw[j + 1] = raw[j]
+                    j -= 1
+                raw[j + 1] = v
+        for k in range(a, b):
+            if k == a or raw[k] != raw[k - 1]:
+                raw[n] = raw[k]
                 n += 1
         ptr[f + 1] = n
-    return ptr, out[:n].copy()
+    return ptr, raw[:n].copy()
 
 
 def dependencies_csr(pattern) -> tuple[np.ndarray, np.ndarray]:

@@ -19,7 +19,7 @@ from .log import Decision, DecisionLog
 from .params import ReactParams
 from .paths import FctModel
 from .detect import Congestion, detect_congestion
-from .estimate import LinkModel
+from .estimate import LinkModel, Observation
 from .local import local_search
 from .search import SearchResult, apply_transforms
 from .transforms import Placement, Swap, TunerError, ViableSwaps
@@ -79,7 +79,8 @@ class ReactController:
         self._schedule: list[tuple[int, Placement]] = [(0, self.placement)]
         self.epoch = 0
         self.history: deque[tuple[CollectivePattern, np.ndarray, np.ndarray]] = deque(maxlen=self.params.H)
-        self.timings: deque[tuple[CollectivePattern, np.ndarray, np.ndarray, np.ndarray]] = deque(maxlen=self.params.H)
+        # the last H epochs as the link model reads them (prepared once per epoch, refitted per batch)
+        self.timings: deque[Observation] = deque(maxlen=self.params.H)
         self.batch: list[EpochTrace] = []
         self.decisions = DecisionLog()
         self.k_t = self.params.K_t
@@ -140,7 +141,7 @@ class ReactController:
         if not same:
             raise TunerError(f"epoch {e}: the trace ran a different pattern than the controller scheduled")
         self.history.append((got, trace.fct, trace.flow_bytes))
-        self.timings.append((got, trace.start, trace.end, trace.flow_bytes))
+        self.timings.append(Observation.of(got, trace.start, trace.end, trace.flow_bytes))
         self.epoch += 1
         if e < self._schedule[-1][0]:
             if self.trial is not None:          # the old pattern still runs: more evidence for the verdict

@@ -44,6 +44,7 @@ bandwidth-bound messages REACT tunes (MB-sized chunks) and conservative for smal
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -51,7 +52,7 @@ from ..pattern import CollectivePattern
 from .kernels import _mean_concurrency
 from .paths import schedule
 
-__all__ = ["LinkModel", "mean_concurrency", "step_degrees"]
+__all__ = ["LinkModel", "Observation", "mean_concurrency", "step_degrees"]
 
 
 def mean_concurrency(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -137,13 +138,42 @@ def _fit(N: int, s: np.ndarray, d: np.ndarray, o: np.ndarray, i: np.ndarray, x: 
             "pair_factor": g, "error": error}
 
 
+class Observation(NamedTuple):
+    """One epoch's flows as :class:`LinkModel` reads them (built once per epoch with :meth:`of`, so
+    a model refitted every batch over the last H epochs does not redo it): the flows that carried
+    bytes, their endpoints, rates (bit/s), time-averaged concurrency at the sender and receiver
+    (:func:`mean_concurrency`) and step degrees (:func:`step_degrees`), each shape ``(F_live,)``."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    rate: np.ndarray
+    conc_out: np.ndarray
+    conc_in: np.ndarray
+    deg_out: np.ndarray
+    deg_in: np.ndarray
+
+    @classmethod
+    def of(cls, pattern: CollectivePattern, start: np.ndarray, end: np.ndarray, nbytes: np.ndarray) -> "Observation":
+        """From an epoch's ``pattern`` and per-flow ``start``/``end`` (s) and ``nbytes``, shapes ``(F,)``."""
+        start, end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
+        fct, nbytes = end - start, np.asarray(nbytes, dtype=np.float64)
+        live = (nbytes > 0) & (fct > 0)
+        s_, e_ = start[live], end[live]
+        o, i = step_degrees(pattern)
+        # the compiled twin of mean_concurrency (the same operations; tests/test_tuner_kernels.py)
+        return cls(pattern.src[live], pattern.dst[live], nbytes[live] * 8.0 / fct[live],
+                   _mean_concurrency(np.asarray(pattern.src[live], np.int64), s_, e_),
+                   _mean_concurrency(np.asarray(pattern.dst[live], np.int64), s_, e_), o[live], i[live])
+
+
 class LinkModel:
     """Fair-share model of the job's links fitted to observed FCTs (see the module docstring).
 
     Args:
         num_ranks: N.
         observations: ``(pattern, start, end, bytes)`` per epoch; start/end in s (as
-            :class:`~reactccl.trace.EpochTrace` has them), bytes per flow, shapes ``(F,)``.
+            :class:`~reactccl.trace.EpochTrace` has them), bytes per flow, shapes ``(F,)``; or
+            the same as :class:`Observation` (prepared once per epoch).
         quantile: ``q`` of step 2 (0.25: a link's load is what most of its flows saw, robust to a
             few flows slowed elsewhere).
 
@@ -161,26 +191,15 @@ class LinkModel:
     """
 
     def __init__(self, num_ranks: int,
-                 observations: Sequence[tuple[CollectivePattern, np.ndarray, np.ndarray]],
+                 observations: Sequence[tuple[CollectivePattern, np.ndarray, np.ndarray] | Observation],
                  quantile: float = 0.25) -> None:
         if not observations:
             raise ValueError("LinkModel: no observations")
         N = self.num_ranks = int(num_ranks)
-        src, dst, rate, conc, deg = [], [], [], ([], []), ([], [])
-        for pat, start, end, nbytes in observations:
-            start, end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
-            fct, nbytes = end - start, np.asarray(nbytes, dtype=np.float64)
-            live = (nbytes > 0) & (fct > 0)
-            src.append(pat.src[live])
-            dst.append(pat.dst[live])
-            rate.append(nbytes[live] * 8.0 / fct[live])
-            # the compiled twin of mean_concurrency (the same operations; tests/test_tuner_kernels.py)
-            s_, e_ = start[live], end[live]
-            conc[0].append(_mean_concurrency(np.asarray(pat.src[live], np.int64), s_, e_))
-            conc[1].append(_mean_concurrency(np.asarray(pat.dst[live], np.int64), s_, e_))
-            o, i = step_degrees(pat)
-            deg[0].append(o[live])
-            deg[1].append(i[live])
+        obs = [o if isinstance(o, Observation) else Observation.of(*o) for o in observations]
+        src, dst, rate = [o.src for o in obs], [o.dst for o in obs], [o.rate for o in obs]
+        conc = ([o.conc_out for o in obs], [o.conc_in for o in obs])
+        deg = ([o.deg_out for o in obs], [o.deg_in for o in obs])
         s, d, x = np.concatenate(src), np.concatenate(dst), np.concatenate(rate)
         if not x.size:
             raise ValueError("LinkModel: no observed flow carried bytes")
