@@ -87,17 +87,17 @@ def test_endpoint_scoring_gives_the_same_react_run(monkeypatch, estimator, topo,
     t = parse_topology(topo)
     hosts = placement(t, 8, place, seed=2)
     p = generate("nccl-tree", 8)
-    from reactccl.tuner.candidates import CandidateScorer
+    from reactccl.tuner.candidates import SCORED, CandidateScorer
 
     answered = []
-    orig = CandidateScorer.score
+    orig = CandidateScorer.score_rows
 
     def counted(self, *a):
         out = orig(self, *a)
-        answered.append(out is not None)
+        answered.extend((out[0] == SCORED).tolist())
         return out
 
-    monkeypatch.setattr(CandidateScorer, "score", counted)
+    monkeypatch.setattr(CandidateScorer, "score_rows", counted)
     runs = []
     for on in (True, False):
         monkeypatch.setattr(local, "ENDPOINT_SCORING", on)

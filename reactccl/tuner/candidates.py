@@ -5,13 +5,17 @@ in its flows' endpoints (``src``, ``dst``) where the collective has no root and 
 (allreduce). :class:`CandidateScorer` then scores it without building a
 :class:`~reactccl.pattern.CollectivePattern`. It calls the compiled kernels that the pattern's
 own methods call (verify's accept path on the stale chunk graph, the dependency lists, the
-estimate) on arrays prepared once per search. It returns what building the pattern and calling
-``verify`` and ``_estimate`` on it returns, in the same floating-point operations, in one
-compiled call per candidate (:func:`_score_kernel`). Where it cannot decide (a self-flow, more
-than 128 chunk graphs), it answers None and the search takes the pattern path; a candidate
-verify's kernel rejects is answered :data:`REJECTED` and skipped, without running the reference
-count a second time for a message nobody reads. ``tests/test_tuner_kernels.py`` compares the two
-on whole REACT runs. Source: ours.
+estimate) on arrays prepared once per search, and returns what building the pattern and calling
+``verify`` and ``_estimate`` on it returns, in the same floating-point operations
+(:func:`_score_kernel`). It works a block of moves at a time: one compiled call makes every
+move's endpoints (:meth:`CandidateScorer.apply_moves`, what ``Placement.apply`` makes), the
+search drops the placements it has seen (by the same keys as ``Placement.key``), and one more
+call scores the rest (:meth:`CandidateScorer.score_rows`), so a candidate costs no Python
+object until it is the best one. Where it cannot decide (a self-flow, more than 128 chunk
+graphs), it answers :data:`PATTERN_PATH` and the search builds and scores the pattern; a
+candidate verify's kernel rejects is answered :data:`REJECT` and skipped, without running the
+reference count a second time for a message nobody reads. ``tests/test_tuner_kernels.py``
+compares the two paths on whole REACT runs. Source: ours.
 """
 
 from __future__ import annotations
@@ -28,13 +32,11 @@ from ..pattern.verify import DEFAULT_MAX_BYTES, chunk_owner, verify_bytes
 from ..pattern.verify_fast import MAX_RANKS, _accepts
 from .estimate import LinkModel
 from .fluid import _simulate
-from .kernels import _estimated_finish, _send_groups
+from .kernels import _estimated_finish, _send_groups, _swap_endpoints
+from .transforms import Swap, Transform
 
-__all__ = ["CandidateScorer", "REJECTED"]
+__all__ = ["CandidateScorer", "SCORED", "PATTERN_PATH", "REJECT", "MOVE_BLOCK"]
 
-#: :meth:`CandidateScorer.score`'s answer for a candidate that does not verify: the search skips
-#: it (it needs no message; the kernel is checked against the reference in the verify tests)
-REJECTED = (float("inf"), float("inf"))
 
 # numba checks a cache entry against its own source file only, and _score_kernel has the kernels of
 # these files compiled in: their hashes are pinned (tests/test_tuner_kernels.py checks the pins), so
@@ -43,8 +45,15 @@ PINNED = {"pattern/verify_fast.py": "998093800d5d8183", "pattern/deps.py": "2ad8
           "tuner/fluid.py": "03480213e0cf1049", "tuner/kernels.py": "f3bf52dd9a9f0f0d"}
 _CACHE = pins_hold(Path(__file__).parent.parent, PINNED)
 
-# what _score_kernel found besides a score
+# what _score_kernel found: a score; the pattern path must decide; the candidate does not verify
+# (the search skips it: it needs no message; the kernel is checked against the reference in the
+# verify tests)
 _SCORED, _PATTERN_PATH, _REJECT = 0, 1, 2
+SCORED, PATTERN_PATH, REJECT = _SCORED, _PATTERN_PATH, _REJECT
+
+#: candidate endpoint arrays made per compiled call (:meth:`CandidateScorer.apply_moves`), about
+#: 16 MB of int64 rows: a block of ``max(1, MOVE_BLOCK // F)`` moves
+MOVE_BLOCK = 1 << 20
 
 
 @njit(cache=_CACHE)
@@ -73,7 +82,7 @@ def _pairwise_sum(a):
 @njit(cache=_CACHE)
 def _score_kernel(src, dst, check, dep_ptr, dep_idx, have_deps, N, C, owner, pf, ch, step, op, want, st, T,
                   fg, G, b, pair_factor, ps, pr, bg, line_rate, fluid, refine):
-    """One candidate, every stage of :meth:`CandidateScorer.score` in one compiled call:
+    """One candidate, every stage of scoring it from its endpoints in one compiled call:
     ``(status, epoch s, score s)``, status ``_SCORED``, ``_PATTERN_PATH`` (a self-flow, a byte
     count the reference refuses, or more than 128 chunk graphs) or ``_REJECT`` (verify's kernel
     rejects it)."""
@@ -119,9 +128,58 @@ def _score_kernel(src, dst, check, dep_ptr, dep_idx, have_deps, N, C, owner, pf,
     return _SCORED, t, t + 0.01 * mean
 
 
+@njit(cache=_CACHE)
+def _apply_moves(src, dst, kappa, fg, step, kind, a, b, graph, t0, t1):
+    """Every move's endpoints and kappa, as :meth:`~reactccl.tuner.transforms.Placement.apply`
+    makes them (a ① swap relabels by the transposition, others by :func:`_swap_endpoints` on the
+    original chunk graphs): shapes ``(K, F)``, ``(K, F)``, ``(K, N)``."""
+    K, F, N = len(kind), len(src), len(kappa)
+    S = np.empty((K, F), np.int64)
+    D = np.empty((K, F), np.int64)
+    P = np.empty((K, N), np.int64)
+    for k in range(K):
+        x, y = a[k], b[k]
+        if kind[k] == 1:
+            for f in range(F):
+                s, d = src[f], dst[f]
+                S[k, f] = y if s == x else x if s == y else s
+                D[k, f] = y if d == x else x if d == y else d
+            for r in range(N):
+                v = kappa[r]
+                P[k, r] = y if v == x else x if v == y else v
+        else:
+            ns, nd = _swap_endpoints(src, dst, fg, step, x, y, graph[k], t0[k], t1[k])
+            S[k] = ns
+            D[k] = nd
+            P[k] = kappa
+    return S, D, P
+
+
+@njit(cache=_CACHE)
+def _score_many(S, D, rows, vgraph, use_deps, dep_ptr, dep_idx, N, C, owner, pf, ch, step, op, chunk_graph, st,
+                T, fg, G, b, pair_factor, ps, pr, bg, line_rate, fluid, refine):
+    """:func:`_score_kernel` of the candidates ``S[rows[j]]``, ``D[rows[j]]``: verify chunk graph
+    ``vgraph[j]`` first where it is >= 0, with the given dependency lists where ``use_deps[j]``;
+    ``(status, epoch s, score s)`` per candidate, shape ``(M,)`` each."""
+    M = len(rows)
+    status = np.empty(M, np.int64)
+    est = np.empty(M)
+    val = np.empty(M)
+    none = np.zeros(len(chunk_graph), np.bool_)
+    for j in range(M):
+        k = rows[j]
+        check = vgraph[j] >= 0
+        want = chunk_graph == vgraph[j] if check else none
+        status[j], est[j], val[j] = _score_kernel(S[k], D[k], check, dep_ptr, dep_idx, use_deps[j], N, C, owner, pf,
+                                                  ch, step, op, want, st, T, fg, G, b, pair_factor, ps, pr, bg,
+                                                  line_rate, fluid, refine)
+    return status, est, val
+
+
 class CandidateScorer:
-    """``score(src, dst, graph, deps) -> (estimate s, search score s) | None`` for relabellings of
-    ``pattern`` (see the module docstring); :attr:`usable` says whether it applies at all.
+    """Scores relabellings of ``pattern`` from their endpoint arrays (see the module docstring):
+    :meth:`apply_moves` makes a block of candidates, :meth:`score_rows` scores them;
+    :attr:`usable` says whether it applies at all.
 
     Args:
         pattern: the search's current pattern (a candidate shares all but its endpoints).
@@ -161,28 +219,52 @@ class CandidateScorer:
         self.no_graph = np.zeros(len(self.chunk_graph), np.bool_)
         self.no_deps = (np.zeros(1, i64), np.zeros(0, i64))
 
-    def score(self, src: np.ndarray, dst: np.ndarray, verify_graph: int | None,
-              deps: tuple[np.ndarray, np.ndarray] | None) -> tuple[float, float] | None:
-        """The candidate's ``(estimated epoch, search score)`` in s, :data:`REJECTED` when it
-        does not verify, or None where the pattern path must decide (it is then built, verified
-        and scored as before).
+    def apply_moves(self, src: np.ndarray, dst: np.ndarray, kappa: np.ndarray,
+                    moves: list[Swap]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Endpoints and kappa after each of ``moves`` from the placement ``(src, dst, kappa)``
+        (the search's current one), shapes ``(K, F)``, ``(K, F)``, ``(K, N)``: what
+        ``Placement.apply`` gives for each move, in one compiled call."""
+        K = len(moves)
+        kind = np.empty(K, np.int64)
+        ab = np.empty((5, K), np.int64)
+        for k, sw in enumerate(moves):
+            kind[k] = int(sw.kind)
+            ab[0, k], ab[1, k] = sw.a, sw.b
+            ab[2, k] = -1 if sw.graph is None else sw.graph
+            ab[3, k] = -1 if sw.t0 is None else sw.t0
+            ab[4, k] = -1 if sw.t1 is None else sw.t1
+        return _apply_moves(src, dst, kappa, self.fg, self.step, kind, ab[0], ab[1], ab[2], ab[3], ab[4])
+
+    def score_rows(self, S: np.ndarray, D: np.ndarray, rows: list[int], verify_graphs: list[int],
+                   deps: tuple[np.ndarray, np.ndarray] | None, use_deps: list[bool]) -> tuple[np.ndarray, ...]:
+        """The candidates ``S[rows[j]], D[rows[j]]`` scored in one compiled call: ``(status,
+        estimate s, score s)`` per candidate, shape ``(M,)`` each. Status :data:`SCORED`: what
+        building its pattern and scoring it gives (``local._estimate``); :data:`REJECT`: it does
+        not verify; :data:`PATTERN_PATH`: the pattern path must decide (a self-flow, more than 128
+        chunk graphs, or a graph to verify beyond verify's kernel: more than ``MAX_RANKS`` ranks
+        or its memory limit).
 
         Args:
-            src, dst: the candidate's endpoints, shape ``(F,)``, int64.
-            verify_graph: verify this chunk graph first (its viable set is stale), or None.
-            deps: the candidate's dependency lists when known (a ① swap keeps them), else None.
+            verify_graphs: per candidate, the chunk graph to verify first (its viable set is
+                stale), or -1.
+            deps: the current pattern's dependency lists (a ① candidate keeps them), or None;
+                ``use_deps[j]``: whether candidate ``j`` uses them.
         """
-        if verify_graph is not None and (self.N > MAX_RANKS or not self.verify_fits):
-            return None
-        check = verify_graph is not None
-        want = self.chunk_graph == verify_graph if check else self.no_graph
-        have = deps is not None
-        ptr, idx = (np.ascontiguousarray(deps[0], np.int64), np.ascontiguousarray(deps[1], np.int64)) if have \
-            else self.no_deps
+        M = len(rows)
+        vg = np.asarray(verify_graphs, np.int64).reshape(M)
+        if self.N > MAX_RANKS or not self.verify_fits:     # verify's kernel cannot decide: the pattern path does
+            defer = vg >= 0
+        else:
+            defer = np.zeros(M, np.bool_)
+        if deps is None:
+            ptr, idx, use = self.no_deps[0], self.no_deps[1], np.zeros(M, np.bool_)
+        else:
+            ptr, idx = np.ascontiguousarray(deps[0], np.int64), np.ascontiguousarray(deps[1], np.int64)
+            use = np.asarray(use_deps, np.bool_).reshape(M)
         m = self.model
-        status, t, v = _score_kernel(src, dst, check, ptr, idx, have, self.N, self.C, self.owner, self.pf, self.ch,
-                                     self.step, self.op, want, self.st, self.T, self.fg, self.G, self.b,
-                                     m.pair_factor, m.ps, m.pr, self.bg, float(m.line_rate), self.fluid, self.refine)
-        if status == _SCORED:
-            return t, v
-        return REJECTED if status == _REJECT else None
+        status, est, val = _score_many(S, D, np.asarray(rows, np.int64).reshape(M), np.where(defer, -1, vg), use, ptr,
+                                       idx, self.N, self.C, self.owner, self.pf, self.ch, self.step, self.op,
+                                       self.chunk_graph, self.st, self.T, self.fg, self.G, self.b, m.pair_factor,
+                                       m.ps, m.pr, self.bg, float(m.line_rate), self.fluid, self.refine)
+        status[defer] = _PATTERN_PATH
+        return status, est, val

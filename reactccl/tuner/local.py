@@ -25,7 +25,7 @@ import numpy as np
 
 from ..pattern import CollectivePattern, PatternError, verify
 from .estimate import LinkModel, step_degrees
-from .candidates import REJECTED, CandidateScorer
+from .candidates import MOVE_BLOCK, REJECT, SCORED, CandidateScorer
 from .fluid import fluid_finish
 from .kernels import estimated_finish
 from .paths import critical_path, schedule
@@ -161,6 +161,74 @@ def _moves(placement: Placement, pattern: CollectivePattern, viable: ViableSwaps
     return out
 
 
+def _candidates(cur: Placement, moves: list[Swap], visited: set[bytes], banned_keys: set[bytes]):
+    """``(move, placement, None)`` for each move whose placement is new (not in ``visited``, which
+    it joins, nor in ``banned_keys``), in order; the caller scores it by its pattern."""
+    for sw in moves:
+        nxt = cur.apply(sw)
+        key = nxt.key()
+        if key in visited or key in banned_keys:
+            continue
+        visited.add(key)
+        yield sw, nxt, None
+
+
+def _fast_candidates(cur: Placement, cur_pat: CollectivePattern, moves: list[Swap], fast: CandidateScorer,
+                     stale: set[int], visited: set[bytes], banned_keys: set[bytes], left: Callable[[], int]):
+    """:func:`_candidates` from the endpoint arrays (candidates.py), a block of moves per compiled
+    call: ``(move, (src, dst, kappa), (estimate, score))`` for each new move that verifies, or
+    ``(move, (src, dst, kappa), None)`` where the pattern path must decide. The same candidates,
+    values and order as :func:`_candidates` with the pattern path scoring each. A block holds at
+    most ``left()`` moves (the evaluations the search has left when it asks for the block), so
+    nothing past the search's budget is scored."""
+    deps = cur_pat.__dict__.get("_deps")
+    most = max(1, MOVE_BLOCK // max(cur_pat.num_flows, 1))
+    lo = 0
+    while lo < len(moves):
+        block = max(1, min(most, left()))
+        part = moves[lo:lo + block]
+        lo += block
+        S, D, P = fast.apply_moves(cur.src, cur.dst, cur.kappa, part)
+        rows = []
+        for k in range(len(part)):
+            key = S[k].tobytes() + D[k].tobytes() + P[k].tobytes()      # Placement.key
+            if key in visited or key in banned_keys:
+                continue
+            visited.add(key)
+            rows.append(k)
+        if not rows:
+            continue
+        sub = [part[k] for k in rows]
+        status, est, val = fast.score_rows(S, D, rows, [sw.graph if sw.graph in stale else -1 for sw in sub], deps,
+                                           [sw.kind is Transform.GLOBAL for sw in sub])
+        for j, k in enumerate(rows):
+            if status[j] == REJECT:
+                continue
+            arrays = (S[k].copy(), D[k].copy(), P[k].copy())
+            yield sub[j], arrays, ((float(est[j]), float(val[j])) if status[j] == SCORED else None)
+
+
+def _pattern_score(cur_pat: CollectivePattern, sw: Swap, nxt: Placement, stale: set[int],
+                   scorer: Callable[[CollectivePattern], tuple[float, float]]) -> tuple[float, float] | None:
+    """``scorer`` of the candidate's pattern, checked as the search needs (None: it does not verify)."""
+    try:
+        q = nxt.unverified_pattern()
+        if sw.graph in stale:
+            # from a graph's set made stale by an earlier ③ move: verify (cheap next to
+            # recomputing the set, which costs seconds on 256 ranks). Only that graph's
+            # chunks: the swap relabels flows of that graph alone, chunks never meet, and
+            # every other chunk verifies in cur_pat, so this passes iff verify(q) does
+            verify(q, chunks=graph_chunks(cur_pat, sw.graph))
+        elif sw.kind is Transform.GLOBAL and "_deps" in cur_pat.__dict__:
+            # ① renames ranks in every flow (and blocks by a bijection of chunk ids):
+            # "earlier flows into my source touching my chunks" is the same relation,
+            # so the same dependency arrays (tests/test_tuner_fastpath.py)
+            q.__dict__["_deps"] = cur_pat.__dict__["_deps"]
+    except (TunerError, PatternError):
+        return None
+    return scorer(q)
+
+
 def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray, viable: ViableSwaps,
                  banned: set[Swap] | None = None, banned_keys: set[bytes] | None = None, max_moves: int = 8,
                  max_evals: int = 2000, hot: int = 6, partners: int = 8, all_windows_upto: int = 16,
@@ -211,40 +279,20 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
         best: tuple[float, Swap, Placement, CollectivePattern] | None = None
         fast = CandidateScorer(cur_pat, model, flow_bytes, estimator) if score is None and ENDPOINT_SCORING else None
         cap = None if hot >= cur_pat.num_ranks else max(16, max_evals // (2 * max(len(ranks), 1)))
-        for sw in _moves(cur, cur_pat, viable, model, ranks, partners, cur_pat.num_ranks <= all_windows_upto,
-                         cap, rng):
+        moves = [sw for sw in _moves(cur, cur_pat, viable, model, ranks, partners,
+                                     cur_pat.num_ranks <= all_windows_upto, cap, rng) if not (first and sw in banned)]
+        found = (_fast_candidates(cur, cur_pat, moves, fast, stale, visited, banned_keys,
+                                  lambda: max_evals - res.evals)
+                 if fast is not None and fast.usable else _candidates(cur, moves, visited, banned_keys))
+        for sw, nxt, val in found:
             if res.evals >= max_evals:
                 break
-            if first and sw in banned:
-                continue
-            nxt = cur.apply(sw)
-            key = nxt.key()
-            if key in visited or key in banned_keys:
-                continue
-            visited.add(key)
-            val = None
-            if fast is not None and fast.usable:     # the same answer from the endpoint arrays (candidates.py)
-                deps = cur_pat.__dict__.get("_deps") if sw.kind is Transform.GLOBAL else None
-                val = fast.score(nxt.src, nxt.dst, sw.graph if sw.graph in stale else None, deps)
-                if val is REJECTED:
-                    continue
             if val is None:
-                try:
-                    q = nxt.unverified_pattern()
-                    if sw.graph in stale:
-                        # from a graph's set made stale by an earlier ③ move: verify (cheap next to
-                        # recomputing the set, which costs seconds on 256 ranks). Only that graph's
-                        # chunks: the swap relabels flows of that graph alone, chunks never meet, and
-                        # every other chunk verifies in cur_pat, so this passes iff verify(q) does
-                        verify(q, chunks=graph_chunks(cur_pat, sw.graph))
-                    elif sw.kind is Transform.GLOBAL and "_deps" in cur_pat.__dict__:
-                        # ① renames ranks in every flow (and blocks by a bijection of chunk ids):
-                        # "earlier flows into my source touching my chunks" is the same relation,
-                        # so the same dependency arrays (tests/test_tuner_fastpath.py)
-                        q.__dict__["_deps"] = cur_pat.__dict__["_deps"]
-                except (TunerError, PatternError):
+                if not isinstance(nxt, Placement):
+                    nxt = Placement(cur.original, *nxt, _checked=True)
+                val = _pattern_score(cur_pat, sw, nxt, stale, scorer)
+                if val is None:
                     continue
-                val = scorer(q)
             res.evals += 1
             est, v = val
             if v < best_val * (1 - 1e-9) and (best is None or v < best[0]):
@@ -252,6 +300,8 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
         if best is None:
             break
         best_val, est, sw, nxt = best
+        if not isinstance(nxt, Placement):
+            nxt = Placement(cur.original, *nxt, _checked=True)
         if sw.kind is Transform.POSITION:
             stale.add(sw.graph)            # keep using the old set, verifying what it proposes
         else:
