@@ -36,7 +36,9 @@ and the compiled engine's cost per rate change stays about the same. ``experimen
 about 200-300 s on both (the tuner's local search was ~95% of it; netsim about 3%); with the
 search's compiled kernels (tuner/kernels.py, pattern/deps.py, pattern/verify_fast.py) it takes
 39 s on 2 workers, the same results; with one compiled call per candidate (tuner/candidates.py) and
-a compiled Placement.apply, 15.0 s (target 15 s: met, with no margin; the local search is ~50%).
+a compiled Placement.apply, 15.0 s (target 15 s: met, with no margin; the local search is ~50%);
+with in-place dependency-list sorting, the link model reading each epoch once and candidates made and
+scored a block per compiled call, 11.1-11.4 s (same results).
 
 The reference runs where it takes seconds (``--reference-max`` flows per epoch, default 40,000); beyond,
 its column shows ``-`` and the ratio is not extrapolated from this run (see the issue note for main's

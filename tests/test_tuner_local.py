@@ -157,6 +157,27 @@ def test_link_model_from_prepared_observations_is_the_same_model():
         (obs[0][3] * 8 / (obs[0][2] - obs[0][1]))[obs[0][3] > 0].tolist())
 
 
+@pytest.mark.parametrize("max_evals", [1, 5])
+def test_search_scores_nothing_past_its_budget(monkeypatch, max_evals):
+    # candidates are scored a block at a time (candidates.py): a block never holds more than the
+    # evaluations left, so the search scores exactly what it counts (none is rejected here)
+    from reactccl.tuner import candidates
+
+    rows = []
+    orig = candidates.CandidateScorer.score_rows
+
+    def counted(self, S, D, r, *a):
+        rows.append(len(r))
+        return orig(self, S, D, r, *a)
+
+    monkeypatch.setattr(candidates.CandidateScorer, "score_rows", counted)
+    p = generate("nccl-tree", 8)
+    ex = SyntheticExecutor(slow_into={3: 3.0})
+    m = LinkModel(8, [(o.pattern, o.start, o.end, o.flow_bytes) for o in [ex.run_epoch(p) for _ in range(4)]])
+    res = local_search(Placement(p), m, p.flow_bytes(20e6), ViableSwaps(0), max_evals=max_evals, max_moves=1)
+    assert res.evals == max_evals and sum(rows) == max_evals
+
+
 def test_search_finds_the_known_best_move():
     # the loaded rank 2 receives at step 1 (6t); at position 1 it would receive twice (7t), at
     # position 0 once, in parallel with 2->1 (5t): ① 0<->2 is a best move; so is ③ 1<->2 over

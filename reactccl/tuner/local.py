@@ -184,8 +184,8 @@ def _fast_candidates(cur: Placement, cur_pat: CollectivePattern, moves: list[Swa
     deps = cur_pat.__dict__.get("_deps")
     most = max(1, MOVE_BLOCK // max(cur_pat.num_flows, 1))
     lo = 0
-    while lo < len(moves):
-        block = max(1, min(most, left()))
+    while lo < len(moves) and left() > 0:
+        block = min(most, left())
         part = moves[lo:lo + block]
         lo += block
         S, D, P = fast.apply_moves(cur.src, cur.dst, cur.kappa, part)
