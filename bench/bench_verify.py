@@ -2,7 +2,8 @@
 verify's time on the shapes that were quadratic (issue 11): 100k identical reduces in one
 step, a valid 100k-step pattern, each next to one 10x smaller (near-linear: ratio ~10); and the
 compiled accept path (verify_fast, up to 64 ranks) beside the numpy reference (``compiled=False``)
-on the small patterns the tuner verifies, in one run.
+on the small patterns the tuner verifies, and the compiled dependency lists (``pattern/deps.py``,
+which the tuner builds for every candidate it scores) beside their numpy reference, in one run.
 
 Usage: python bench/bench_verify.py [--ranks 1024] [--repeat 1] [--long 100000]
 Prints, per algorithm, flows, (flow, chunk) pairs, generation and verification seconds.
@@ -17,6 +18,7 @@ import numpy as np
 
 from reactccl.algorithms import generate
 from reactccl.pattern import CollectivePattern, PatternError, verify
+from reactccl.pattern.deps import dependencies_csr, dependencies_numpy
 
 CASES = [("ring", {}), ("nccl-tree", {}), ("recursive-doubling", {})]
 
@@ -84,6 +86,18 @@ def main() -> None:
         tc = min(_time_verify(p, 1)[0] for _ in range(reps))
         print(f"{(p.name or 'pattern') + f' {p.num_ranks}':<26}{p.num_flows:>7}{tr * 1e3:>14.3f}{tc * 1e3:>13.3f}"
               f"{tr / tc:>9.1f}x")
+    print(f"\n{'dependency lists':<26}{'flows':>7}{'reference us':>14}{'compiled us':>13}{'speed-up':>10}")
+    for p in [generate("nccl-tree", 8), generate("nccl-tree", 16), generate("ring", 64)]:
+        dependencies_csr(p)                           # compile or load the cache first
+        reps = max(200, 2000 * 28 // p.num_flows)
+        times = []
+        for fn in (dependencies_numpy, dependencies_csr):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn(p)
+            times.append((time.perf_counter() - t0) / reps)
+        print(f"{(p.name or 'pattern') + f' {p.num_ranks}':<26}{p.num_flows:>7}{times[0] * 1e6:>14.2f}"
+              f"{times[1] * 1e6:>13.2f}{times[0] / times[1]:>9.1f}x")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from ..pattern.verify_fast import MAX_RANKS, _accepts
 from .estimate import LinkModel
 from .fluid import _simulate
 from .kernels import _estimated_finish, _send_groups, _swap_endpoints
-from .transforms import Swap, Transform
+from .transforms import Swap
 
 __all__ = ["CandidateScorer", "SCORED", "PATTERN_PATH", "REJECT", "MOVE_BLOCK"]
 
@@ -159,8 +159,9 @@ def _apply_moves(src, dst, kappa, fg, step, kind, a, b, graph, t0, t1):
 def _score_many(S, D, rows, vgraph, use_deps, dep_ptr, dep_idx, N, C, owner, pf, ch, step, op, chunk_graph, st,
                 T, fg, G, b, pair_factor, ps, pr, bg, line_rate, fluid, refine):
     """:func:`_score_kernel` of the candidates ``S[rows[j]]``, ``D[rows[j]]``: verify chunk graph
-    ``vgraph[j]`` first where it is >= 0, with the given dependency lists where ``use_deps[j]``;
-    ``(status, epoch s, score s)`` per candidate, shape ``(M,)`` each."""
+    ``vgraph[j]`` first where it is >= 0 (-2: left to the pattern path, not scored), with the given
+    dependency lists where ``use_deps[j]``; ``(status, epoch s, score s)`` per candidate, shape
+    ``(M,)`` each."""
     M = len(rows)
     status = np.empty(M, np.int64)
     est = np.empty(M)
@@ -168,6 +169,9 @@ def _score_many(S, D, rows, vgraph, use_deps, dep_ptr, dep_idx, N, C, owner, pf,
     none = np.zeros(len(chunk_graph), np.bool_)
     for j in range(M):
         k = rows[j]
+        if vgraph[j] == -2:
+            status[j], est[j], val[j] = _PATTERN_PATH, 0.0, 0.0
+            continue
         check = vgraph[j] >= 0
         want = chunk_graph == vgraph[j] if check else none
         status[j], est[j], val[j] = _score_kernel(S[k], D[k], check, dep_ptr, dep_idx, use_deps[j], N, C, owner, pf,
@@ -216,7 +220,6 @@ class CandidateScorer:
         self.chunk_graph = np.asarray(p.chunk_graph, i64)
         self.bg = np.concatenate([np.asarray(model.ps, np.float64), np.asarray(model.pr, np.float64)])
         self.refine = model.concurrency != "step"
-        self.no_graph = np.zeros(len(self.chunk_graph), np.bool_)
         self.no_deps = (np.zeros(1, i64), np.zeros(0, i64))
 
     def apply_moves(self, src: np.ndarray, dst: np.ndarray, kappa: np.ndarray,
@@ -253,18 +256,13 @@ class CandidateScorer:
         M = len(rows)
         vg = np.asarray(verify_graphs, np.int64).reshape(M)
         if self.N > MAX_RANKS or not self.verify_fits:     # verify's kernel cannot decide: the pattern path does
-            defer = vg >= 0
-        else:
-            defer = np.zeros(M, np.bool_)
+            vg[vg >= 0] = -2
         if deps is None:
             ptr, idx, use = self.no_deps[0], self.no_deps[1], np.zeros(M, np.bool_)
         else:
             ptr, idx = np.ascontiguousarray(deps[0], np.int64), np.ascontiguousarray(deps[1], np.int64)
             use = np.asarray(use_deps, np.bool_).reshape(M)
         m = self.model
-        status, est, val = _score_many(S, D, np.asarray(rows, np.int64).reshape(M), np.where(defer, -1, vg), use, ptr,
-                                       idx, self.N, self.C, self.owner, self.pf, self.ch, self.step, self.op,
-                                       self.chunk_graph, self.st, self.T, self.fg, self.G, self.b, m.pair_factor,
-                                       m.ps, m.pr, self.bg, float(m.line_rate), self.fluid, self.refine)
-        status[defer] = _PATTERN_PATH
-        return status, est, val
+        return _score_many(S, D, np.asarray(rows, np.int64).reshape(M), vg, use, ptr, idx, self.N, self.C, self.owner,
+                           self.pf, self.ch, self.step, self.op, self.chunk_graph, self.st, self.T, self.fg, self.G,
+                           self.b, m.pair_factor, m.ps, m.pr, self.bg, float(m.line_rate), self.fluid, self.refine)

@@ -177,7 +177,8 @@ def _fast_candidates(cur: Placement, cur_pat: CollectivePattern, moves: list[Swa
                      stale: set[int], visited: set[bytes], banned_keys: set[bytes], left: Callable[[], int]):
     """:func:`_candidates` from the endpoint arrays (candidates.py), a block of moves per compiled
     call: ``(move, (src, dst, kappa), (estimate, score))`` for each new move that verifies, or
-    ``(move, (src, dst, kappa), None)`` where the pattern path must decide. The same candidates,
+    ``(move, (src, dst, kappa), None)`` where the pattern path must decide (the arrays are rows of
+    the block's: :func:`_placement` makes a placement of them). The same candidates,
     values and order as :func:`_candidates` with the pattern path scoring each. A block holds at
     most ``left()`` moves (the evaluations the search has left when it asks for the block), so
     nothing past the search's budget is scored."""
@@ -191,7 +192,7 @@ def _fast_candidates(cur: Placement, cur_pat: CollectivePattern, moves: list[Swa
         S, D, P = fast.apply_moves(cur.src, cur.dst, cur.kappa, part)
         rows = []
         for k in range(len(part)):
-            key = S[k].tobytes() + D[k].tobytes() + P[k].tobytes()      # Placement.key
+            key = Placement.key_of(S[k], D[k], P[k])
             if key in visited or key in banned_keys:
                 continue
             visited.add(key)
@@ -204,8 +205,14 @@ def _fast_candidates(cur: Placement, cur_pat: CollectivePattern, moves: list[Swa
         for j, k in enumerate(rows):
             if status[j] == REJECT:
                 continue
-            arrays = (S[k].copy(), D[k].copy(), P[k].copy())
-            yield sub[j], arrays, ((float(est[j]), float(val[j])) if status[j] == SCORED else None)
+            yield sub[j], (S[k], D[k], P[k]), ((float(est[j]), float(val[j])) if status[j] == SCORED else None)
+
+
+def _placement(cur: Placement, nxt: Placement | tuple[np.ndarray, np.ndarray, np.ndarray]) -> Placement:
+    """``nxt`` as a placement of ``cur``'s pattern: itself, or built from (copies of) its arrays."""
+    if isinstance(nxt, Placement):
+        return nxt
+    return Placement(cur.original, *(x.copy() for x in nxt), _checked=True)
 
 
 def _pattern_score(cur_pat: CollectivePattern, sw: Swap, nxt: Placement, stale: set[int],
@@ -276,7 +283,7 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
             ranks = [(r, [(g, -1) for g in graphs]) for r in range(cur_pat.num_ranks)]
         else:
             ranks = _hot_ranks(cur_pat, model, flow_bytes, hot)
-        best: tuple[float, Swap, Placement, CollectivePattern] | None = None
+        best: tuple[float, float, Swap, Placement | tuple] | None = None      # (score, estimate, move, next)
         fast = CandidateScorer(cur_pat, model, flow_bytes, estimator) if score is None and ENDPOINT_SCORING else None
         cap = None if hot >= cur_pat.num_ranks else max(16, max_evals // (2 * max(len(ranks), 1)))
         moves = [sw for sw in _moves(cur, cur_pat, viable, model, ranks, partners,
@@ -288,8 +295,7 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
             if res.evals >= max_evals:
                 break
             if val is None:
-                if not isinstance(nxt, Placement):
-                    nxt = Placement(cur.original, *nxt, _checked=True)
+                nxt = _placement(cur, nxt)
                 val = _pattern_score(cur_pat, sw, nxt, stale, scorer)
                 if val is None:
                     continue
@@ -300,8 +306,7 @@ def local_search(placement: Placement, model: LinkModel, flow_bytes: np.ndarray,
         if best is None:
             break
         best_val, est, sw, nxt = best
-        if not isinstance(nxt, Placement):
-            nxt = Placement(cur.original, *nxt, _checked=True)
+        nxt = _placement(cur, nxt)
         if sw.kind is Transform.POSITION:
             stale.add(sw.graph)            # keep using the old set, verifying what it proposes
         else:

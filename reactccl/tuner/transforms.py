@@ -205,7 +205,13 @@ class Placement:
 
     def key(self) -> bytes:
         """A hashable identity of the placement (equal keys: same ranks at every position)."""
-        return self.src.tobytes() + self.dst.tobytes() + self.kappa.tobytes()
+        return self.key_of(self.src, self.dst, self.kappa)
+
+    @staticmethod
+    def key_of(src: np.ndarray, dst: np.ndarray, kappa: np.ndarray) -> bytes:
+        """:meth:`key` of the placement with these arrays (int64, shapes ``(F,)``, ``(F,)``, ``(N,)``),
+        without building it."""
+        return src.tobytes() + dst.tobytes() + kappa.tobytes()
 
     def same_as(self, other: "Placement") -> bool:
         """True when both place the same ranks at every position."""
