@@ -11,8 +11,10 @@ the collective inside the hook, a completed future) and ``react-on`` (``enable_r
 tuner and default controller, no congestion). Every step each model runs one training step
 (forward, backward, SGD update) in a rotating order, after a barrier; the step's time is the
 slowest rank's. It prints the median step time of each and its ratio to ``plain`` as
-``median [min-max over rounds]``, the CPU time all ranks spent per step, plus the pattern changes
-REACT made. ``--before REV`` adds
+``median [95% CI]`` (per step: the model's step over ``plain``'s step of the same round and step
+index; the distribution-free interval of the median, ``bench/_stats.py``), judges the issue's
+target (``react-on`` <= 1.05x ``plain``) on that interval, and prints the CPU time all ranks spent
+per step, plus the pattern changes REACT made. ``--before REV`` adds
 ``react-off@REV`` and ``react-on@REV``: the same two with the ``reactccl`` package of git revision
 REV (exported beside today's, see ``bench/_old.py``).
 
@@ -33,6 +35,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import reactccl.torch as rt
 from _old import export_old, load_old
+from _stats import format_ci, median_ci, paired_ratios, verdict
 from reactccl.runtime.local import run_local
 from reactccl.trace import format_time
 
@@ -119,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="DDP step time: plain vs REACT hook off/on")
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--steps", type=int, default=30, help="timed steps per model per round")
-    ap.add_argument("--rounds", type=int, default=5, help="rounds (the ratios' spread is over rounds)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds (the ratios' CI is over all steps of all rounds)")
     ap.add_argument("--width", type=int, default=600, help="hidden width (3 hidden layers)")
     ap.add_argument("--bucket-mb", type=float, default=1.0, help="DDP bucket_cap_mb")
     ap.add_argument("--batch", type=int, default=256)
@@ -138,17 +141,18 @@ def main(argv: list[str] | None = None) -> int:
                     args.batch, old, timeout=3600, pg_timeout=300)
     r0 = res[0]
     per_round = r0["times"]
-    base = [statistics.median(r) for r in per_round["plain"]]
     print(f"DDP training step on {args.ranks} Gloo ranks: {r0['params']:,} parameters, {r0['buckets']:g} buckets, "
           f"batch {args.batch}, {args.algorithm}; {args.rounds} round(s) x {args.steps} steps, slowest rank")
     w = max(map(len, per_round))
-    print(f"{'model':>{w}} {'step':>10} {'ratio to plain':>22} {'CPU/step':>10} {'CPU ratio':>9}")
+    print(f"{'model':>{w}} {'step':>10} {'ratio to plain [95% CI]':>24} {'CPU/step':>10} {'CPU ratio':>9}")
+    cis = {}
     for k, v in per_round.items():
         med = statistics.median(t for r in v for t in r)
-        ratios = [statistics.median(r) / b for r, b in zip(v, base)]
-        print(f"{k:>{w}} {format_time(med):>10} {statistics.median(ratios):>9.3f}x "
-              f"[{min(ratios):.3f}-{max(ratios):.3f}] {format_time(r0['cpu'][k]):>10} "
+        cis[k] = median_ci(paired_ratios(v, per_round["plain"]))
+        print(f"{k:>{w}} {format_time(med):>10} {format_ci(*cis[k], digits=3):>24} {format_time(r0['cpu'][k]):>10} "
               f"{r0['cpu'][k] / r0['cpu']['plain']:>8.3f}x")
+    print(f"target react-on <= 1.05x plain: {format_ci(*cis['react-on'], digits=3)}, "
+          f"{verdict(cis['react-on'][1], cis['react-on'][2], 1.05)} (judged on the 95% CI)")
     print("CPU/step: process CPU of every thread of all ranks together, median (less moved by other jobs than "
           "the step time)")
     print(f"REACT on: {r0['changes']} pattern change(s) in {r0['epochs']} epochs; parameters identical on all "

@@ -105,6 +105,12 @@ def test_assemble_and_merge_traces_from_records():
     np.testing.assert_allclose(both.fct, [1.0, 1.6])
     np.testing.assert_allclose(both.flow_bytes, [80, 80])
     assert both.duration == pytest.approx(4.2)
+    # rank 1 enters 1.0 s after rank 0 posted flow 0: flow 0 starts when rank 1 is there (its
+    # receive is posted on entry), so its FCT is 0.5 s of transfer, not 1.5 s of waiting
+    late = [rec(0, [0], [10.5], [1], [13.0], 10.0, 13.1), rec(1, [1], [12.0], [0], [12.0], 11.5, 12.1)]
+    tr2 = assemble_trace(p, late)
+    np.testing.assert_allclose(tr2.start, [1.5, 2.0])
+    np.testing.assert_allclose(tr2.fct, [0.5, 1.0])
     with pytest.raises(ValueError, match="ranks 0..1"):
         assemble_trace(p, recs[:1])
     recs[1].digest = 8

@@ -1,9 +1,9 @@
 """Per-rank timing records of real collectives, and their assembly into :class:`EpochTrace`.
 
 A rank knows when it started each flow it sends (the moment it handed the
-staged data to the transport) and when each flow it receives became
-available (the moment the receive completed). Neither side alone knows a
-flow's completion time, so every rank keeps a :class:`LocalRecord` per call and
+staged data to the transport), when it entered the call (it posts its receives
+then) and when each flow it receives became available (the moment the receive
+completed). Neither side alone knows a flow's completion time, so every rank keeps a :class:`LocalRecord` per call and
 one place (a test, the RTuner leader) joins the records of all ranks with
 :func:`assemble_trace`. Times are ``time.monotonic()`` seconds (CLOCK_MONOTONIC,
 shared by all processes of one machine, network namespaces included); ranks
@@ -62,9 +62,14 @@ def assemble_trace(pattern: CollectivePattern, records: list[LocalRecord]) -> Ep
     """Join the records of all ranks of one call into an :class:`EpochTrace`.
 
     Times in the trace are seconds from the earliest ``enter`` of any rank. A
-    flow's start comes from its sender and its end from its receiver; a flow
-    that carried no data (all its chunks empty) gets start = end = its sender's
-    ``enter``. ``duration`` is the latest ``exit`` minus the earliest ``enter``.
+    flow's end comes from its receiver. Its start is the later of its sender's post
+    and its receiver's ``enter``: both executors of the Gloo path post every receive
+    on entry, and a flow cannot move before its receiver is there, so a receiver that
+    reaches the call late (rank skew: in DDP, a rank whose backward pass ran slower)
+    is not read as a slow link. Where receives are posted per step (``run_stepwise``)
+    the receiver's ``enter`` is a lower bound of its post. A flow that carried no data
+    (all its chunks empty) gets start = end = its sender's ``enter``. ``duration`` is
+    the latest ``exit`` minus the earliest ``enter``.
 
     Raises:
         ValueError: records of different epochs or digests, a rank missing or
@@ -99,6 +104,7 @@ def assemble_trace(pattern: CollectivePattern, records: list[LocalRecord]) -> Ep
         if r.recv.size:
             end[r.recv] = r.recv_end + off[r.rank] - t0
     empty = nbytes == 0
+    start = np.where(empty, start, np.maximum(start, enter[p.dst]))
     end[empty & np.isnan(end)] = start[empty & np.isnan(end)]
     if np.isnan(end).any():
         f = int(np.flatnonzero(np.isnan(end))[0])

@@ -1,0 +1,77 @@
+"""Paired ratios and a distribution-free confidence interval for their median (the benches' noise test).
+
+A bench that times method A beside a baseline B on a shared machine sees both move with the load.
+Timing them in the same rep, one right after the other, and taking the ratio per rep cancels most
+of that drift; the median of those ratios then has a confidence interval that needs no model of
+the noise: with n ratios, the interval between the j-th and (n + 1 - j)-th smallest holds the true
+median with probability 1 - 2 P(Binomial(n, 1/2) < j) (Conover, *Practical Nonparametric
+Statistics*, §3.2), whatever the ratios' distribution. A target is then *met* when the whole
+interval lies at or under it, *missed* when the whole interval lies over it, and *inside the noise*
+otherwise: more reps narrow the interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scipy.stats import binom
+
+__all__ = ["paired_ratios", "median_ci", "verdict", "format_ci"]
+
+
+def paired_ratios(times: Sequence[Sequence[float]], base: Sequence[Sequence[float]]) -> list[float]:
+    """Per-rep ratios ``times[round][rep] / base[round][rep]`` over all rounds, flattened.
+
+    Raises:
+        ValueError: the two have different shapes, or a base time is not positive (named by round and rep).
+    """
+    if len(times) != len(base):
+        raise ValueError(f"paired_ratios: {len(times)} rounds against {len(base)} baseline rounds")
+    out = []
+    for i, (r, b) in enumerate(zip(times, base)):
+        if len(r) != len(b):
+            raise ValueError(f"paired_ratios: round {i} has {len(r)} reps against {len(b)} baseline reps")
+        for j, (x, y) in enumerate(zip(r, b)):
+            if not y > 0:
+                raise ValueError(f"paired_ratios: baseline time {y!r} at round {i}, rep {j} is not positive")
+            out.append(x / y)
+    return out
+
+
+def median_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """``(median, low, high)``: the sample median and an order-statistic interval that holds the
+    true median with probability at least ``level`` (binomial, distribution-free; module docstring).
+
+    With too few values for ``level`` (n < 6 at 95%) the interval is the whole sample range, which
+    then holds the median with less than ``level``.
+
+    Raises:
+        ValueError: no values, or ``level`` outside (0, 1).
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"median_ci: level {level!r} is not in (0, 1)")
+    xs = sorted(values)
+    n = len(xs)
+    if n == 0:
+        raise ValueError("median_ci: no values")
+    med = xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+    # the largest j with 2 P(B < j) <= 1 - level, B ~ Binomial(n, 1/2); j >= 1
+    j = int(binom.ppf((1.0 - level) / 2.0, n, 0.5))
+    while j >= 1 and 2.0 * binom.cdf(j - 1, n, 0.5) > 1.0 - level:
+        j -= 1
+    j = max(j, 1)
+    return med, xs[j - 1], xs[n - j]
+
+
+def verdict(low: float, high: float, target: float) -> str:
+    """``met`` (the interval is at or under ``target``), ``missed`` (over it) or ``inside noise``."""
+    if high <= target:
+        return "met"
+    if low > target:
+        return "missed"
+    return "inside noise"
+
+
+def format_ci(med: float, low: float, high: float, digits: int = 2) -> str:
+    """``1.08x [1.03-1.12]``."""
+    return f"{med:.{digits}f}x [{low:.{digits}f}-{high:.{digits}f}]"

@@ -1,0 +1,41 @@
+"""The benches' noise test (bench/_stats.py): paired ratios and the median's order-statistic CI."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("bench_stats", Path(__file__).parents[1] / "bench" / "_stats.py")
+stats = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(stats)
+
+
+def test_median_ci_order_statistics():
+    # n = 9: P(B <= 1) = 10/512, so 2 P = 0.039 <= 0.05 and P(B <= 2) = 46/512 is too much: [x2, x8]
+    assert stats.median_ci(range(1, 10)) == (5, 2, 8)
+    # n = 20: P(B <= 5) = 21700/2^20 = 0.0207 (2 P = 0.041), P(B <= 6) = 0.0577: [x6, x15]
+    assert stats.median_ci([float(v) for v in range(20, 0, -1)]) == (10.5, 6.0, 15.0)
+    # n = 5 is too few for 95%: the whole range
+    assert stats.median_ci([3, 1, 2, 5, 4]) == (3, 1, 5)
+    # a lower level narrows it: n = 9 at 80%, 2 P(B <= 2) = 0.18 <= 0.2: [x3, x7]
+    assert stats.median_ci(range(1, 10), level=0.8) == (5, 3, 7)
+
+
+def test_paired_ratios_and_verdicts():
+    r = stats.paired_ratios([[2.0, 3.0], [4.0]], [[1.0, 2.0], [8.0]])
+    assert r == [2.0, 1.5, 0.5]
+    assert stats.verdict(1.02, 1.09, 1.1) == "met"
+    assert stats.verdict(1.11, 1.2, 1.1) == "missed"
+    assert stats.verdict(1.05, 1.15, 1.1) == "inside noise"
+    assert stats.format_ci(1.0812, 1.03, 1.125) == "1.08x [1.03-1.12]"
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="round 1 has 1 reps against 2"):
+        stats.paired_ratios([[1.0], [1.0]], [[1.0], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="round 0, rep 1 is not positive"):
+        stats.paired_ratios([[1.0, 1.0]], [[1.0, 0.0]])
+    with pytest.raises(ValueError, match="no values"):
+        stats.median_ci([])
+    with pytest.raises(ValueError, match="level"):
+        stats.median_ci([1.0], level=1.0)
