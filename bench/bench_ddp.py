@@ -16,7 +16,7 @@ index; the distribution-free interval of the median, ``bench/_stats.py``), judge
 target (``react-on`` <= 1.05x ``plain``) on that interval, and prints the CPU time all ranks spent
 per step, plus the pattern changes REACT made. ``--before REV`` adds
 ``react-off@REV`` and ``react-on@REV``: the same two with the ``reactccl`` package of git revision
-REV (exported beside today's, see ``bench/_old.py``).
+REV (exported beside today's, see ``bench/_old.py``), and the pattern changes ``react-on@REV`` made.
 
 The machine's load moves single figures a lot (see ``bench_runtime.py``); read the ratios.
 """
@@ -110,7 +110,8 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
     mine = torch.cat([p.detach().reshape(-1) for p in models["react-on"].parameters()])
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine)
-    res = dict(times=per_round, cpu={k: statistics.median(v) for k, v in cpu.items()}, changes=len(on.changes), epochs=on.epoch, buckets=buckets, params=params,
+    res = dict(times=per_round, cpu={k: statistics.median(v) for k, v in cpu.items()}, changes=len(on.changes),
+               changes_before=len(olds[1].changes) if olds and hasattr(olds[1], "changes") else None, epochs=on.epoch, buckets=buckets, params=params,
                identical=all(torch.equal(e, every[0]) for e in every),
                log=on.tuner.controller.decisions.report() if rank == 0 and on.tuner and on.tuner.controller else "")
     for state in (on, off, sync, *olds):
@@ -155,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{verdict(cis['react-on'][1], cis['react-on'][2], 1.05)} (judged on the 95% CI)")
     print("CPU/step: process CPU of every thread of all ranks together, median (less moved by other jobs than "
           "the step time)")
-    print(f"REACT on: {r0['changes']} pattern change(s) in {r0['epochs']} epochs; parameters identical on all "
-          f"ranks: {all(r['identical'] for r in res)}")
+    before = "" if r0["changes_before"] is None else f" ({r0['changes_before']} at {args.before})"
+    print(f"REACT on: {r0['changes']} pattern change(s){before} in {r0['epochs']} epochs; parameters identical on "
+          f"all ranks: {all(r['identical'] for r in res)}")
     if r0["log"]:
         print("REACT on, rank 0's decision log:\n" + r0["log"])
     return 0
