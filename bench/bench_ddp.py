@@ -9,7 +9,7 @@ Four copies of one small MLP (same initial weights) are wrapped in DDP on the sa
 our asynchronous hook, static pattern), ``sync-off`` (the same with the hook as it was before:
 the collective inside the hook, a completed future) and ``react-on`` (``enable_react(model)``: REACT's
 tuner and default controller, no congestion). Every step each model runs one training step
-(forward, backward, SGD update) in a rotating order, after a barrier; the step's time is the
+(forward, backward, SGD update) in an order shuffled per step (``bench/_stats.rep_order``), after a barrier; the step's time is the
 slowest rank's. It prints the median step time of each and its ratio to ``plain`` as
 ``median [95% CI]`` (per step: the model's step over ``plain``'s step of the same round and step
 index; the distribution-free interval of the median, ``bench/_stats.py``), judges the issue's
@@ -35,7 +35,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import reactccl.torch as rt
 from _old import export_old, load_old
-from _stats import format_ci, median_ci, paired_ratios, verdict
+from _stats import format_ci, median_ci, paired_ratios, rep_order, verdict
 from reactccl.runtime.local import run_local
 from reactccl.trace import format_time
 
@@ -92,8 +92,7 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
     for rnd in range(rounds):
         times = {k: [] for k in names}
         for s in range(steps):
-            k0 = (s + rnd) % len(names)
-            for k in names[k0:] + names[:k0]:
+            for k in rep_order(names, rnd, s):
                 dist.barrier()
                 c, t = time.process_time(), time.perf_counter()
                 step(k)

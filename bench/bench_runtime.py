@@ -5,8 +5,10 @@
     .venv/bin/python bench/bench_runtime.py --before ad2fba4          # and the executor of that revision
     bash bench/bench_runtime_nccl.sh                             # the same table on NCCL (2+ GPUs)
 
-Every rep times each method once, in a rotating order (so drift and other jobs' load hit
-all methods alike): barrier, call, the slowest rank's time (``all_reduce(MAX)`` of each rank's
+Every rep times each method once, in an order shuffled per rep (the same on every rank,
+``bench/_stats.rep_order``: drift and other jobs' load hit all methods alike, and no method always
+follows the same one; a rotating order gave two identical executors 1.16x and 1.11x). Each
+time is: barrier, call, the slowest rank's time (``all_reduce(MAX)`` of each rank's
 time; on CUDA after ``torch.cuda.synchronize()``), and the CPU time all ranks spent on it
 (``time.process_time``, every thread of the process; it measures a method's own work whatever
 the machine's load). A round is ``--reps`` such reps. The table prints each method's median time
@@ -46,7 +48,7 @@ import torch
 import torch.distributed as dist
 
 from _old import export_old, load_old
-from _stats import format_ci, median_ci, paired_ratios, verdict
+from _stats import format_ci, median_ci, paired_ratios, rep_order, verdict
 from reactccl.algorithms import generate
 from reactccl.runtime import RCollective
 from reactccl.runtime.local import run_local
@@ -97,8 +99,7 @@ def _child(rank: int, world: int, sizes: list[int], algorithms: list[str], reps:
         for rnd in range(rounds):
             times = {k: [] for k in names}
             for rep in range(reps):
-                k0 = (rep + rnd) % len(names)
-                for k in names[k0:] + names[:k0]:
+                for k in rep_order(names, rnd, rep):
                     sync()
                     dist.barrier()
                     c, t = time.process_time(), time.perf_counter()

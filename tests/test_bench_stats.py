@@ -39,3 +39,13 @@ def test_bad_input_is_named():
         stats.median_ci([])
     with pytest.raises(ValueError, match="level"):
         stats.median_ci([1.0], level=1.0)
+
+
+def test_rep_order_is_a_seeded_shuffle():
+    names = ["all_reduce", "ring", "nccl-tree", "ring-direct"]
+    orders = [stats.rep_order(names, 0, rep) for rep in range(40)]
+    assert all(sorted(o) == sorted(names) for o in orders)
+    assert stats.rep_order(names, 0, 3) == orders[3]            # every rank computes the same order
+    # no method always follows the same one (the rotating order's flaw)
+    before_ring = {o[o.index("ring") - 1] for o in orders if o.index("ring") > 0}
+    assert len(before_ring) == 3
