@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from reactccl.algorithms import generate
+from reactccl.lookahead import tell_ahead
 from reactccl.packetsim import PacketCluster, packet_replicas
 from reactccl.packetsim import anchors
 from reactccl.topology import fat_tree
@@ -90,6 +91,7 @@ def bench_tree(epochs: int, react_epochs: int, replicas: int = 1) -> None:
         durs = []
         try:
             for e in range(react_epochs):
+                tell_ahead(cluster, ctl.pattern_for_epoch, e, ctl.settled_through, react_epochs)
                 tr = cluster.run_epoch(ctl.pattern_for_epoch(e))
                 ctl.observe(tr)
                 durs.append(tr.duration)

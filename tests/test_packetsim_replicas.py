@@ -1,4 +1,4 @@
-"""ReplicaCluster: epochs on several executor replicas, speculating on the pattern staying the same.
+"""ReplicaCluster: epochs on several executor replicas, ahead on the patterns a driver expects (else the same one).
 
 The replicated executor here is the fluid simulator with long-lived background only, whose epoch
 is a function of (pattern, epoch index): a run on replicas must then equal the run on one
@@ -47,11 +47,43 @@ def test_react_on_replicas_equals_react_on_one_executor():
     with ReplicaCluster(fluid, replicas=2) as rc:
         two = run_react(rc, p, 40, params)
         used, dropped = sum(rc.used), sum(rc.dropped)
-    assert len(one.decisions) >= 2                      # the pattern changed: speculation was dropped
+    assert len(one.decisions) >= 2                      # the pattern changed
     np.testing.assert_array_equal(one.durations, two.durations)
     assert [d.epoch for d in one.decisions] == [d.epoch for d in two.decisions]
     assert used == 40
-    assert 1 <= dropped <= len(one.decisions) + 1
+    # run_react told the copies the settled patterns ahead (reactccl.lookahead): nothing was dropped
+    assert dropped == 0
+
+
+def test_without_expect_the_copies_guess_and_drop():
+    p = generate("nccl-tree", 8)
+    params = ReactParams(seed=1, estimator="closed")
+    from reactccl.tuner import ReactController
+    ctrl = ReactController(p, params)
+    with ReplicaCluster(fluid, replicas=2) as rc:
+        for e in range(40):
+            ctrl.observe(rc.run_epoch(ctrl.pattern_for_epoch(e)))
+        dropped = sum(rc.dropped)
+    assert 1 <= dropped <= len(ctrl.decisions) + 1     # a speculation on the old pattern at each change
+
+
+def test_tell_ahead_stops_at_the_settled_epoch_and_the_run_end():
+    from reactccl.lookahead import tell_ahead
+
+    class Ahead:
+        lookahead = 3
+
+        def __init__(self):
+            self.told = []
+
+        def expect(self, epoch, pattern):
+            self.told.append((epoch, pattern))
+
+    ex = Ahead()
+    assert tell_ahead(ex, lambda e: f"p{e}", 10, 12, 100) == 2         # 11, 12: 13 is not settled
+    assert ex.told == [(11, "p11"), (12, "p12")]
+    assert tell_ahead(ex, lambda e: "q", 10, 50, 13) == 2              # 11, 12: the run has 13 epochs
+    assert tell_ahead(object(), lambda e: "q", 0, 50, 100) == 0        # no expect: nothing told
 
 
 def test_assignment_depends_on_requests_only():

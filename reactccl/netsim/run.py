@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import generate
+from ..lookahead import tell_ahead
 from ..pattern import CollectivePattern
 from ..topology import Topology, parse_topology
 from ..topology.units import parse_bytes
@@ -187,8 +188,12 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     changes, prev = 0, pattern
     t0 = time.perf_counter()
     try:
+        pattern_of = ctl.pattern_for_epoch if ctl is not None else (lambda e: pattern)
         for e in range(epochs):
-            run = ctl.pattern_for_epoch(e) if ctl is not None else pattern
+            # a controller without settled_through: nothing ahead is settled
+            settled = 1 << 62 if ctl is None else getattr(ctl, "settled_through", e)
+            tell_ahead(cluster, pattern_of, e, settled, epochs)
+            run = pattern_of(e)
             if run is not prev and not (np.array_equal(run.src, prev.src) and np.array_equal(run.dst, prev.dst)):
                 changes += 1
             prev = run

@@ -19,6 +19,11 @@ What this changes in the model (say so where its numbers are reported):
   placements, ports and background specs mean what they mean on one replica;
 * a dropped speculative epoch still advanced its replica's clock and connection state.
 
+A driver that knows the patterns ahead (REACT's decisions take effect ``apply_delay`` epochs
+late, :mod:`reactccl.lookahead`) says so with :meth:`ReplicaCluster.expect`; the copies then run
+those patterns ahead and no epoch is dropped at a decision. Without it they guess the pattern
+stays the same.
+
 Which replica runs which epoch is decided from the sequence of requests alone (never from which
 process finished first), so a run is reproducible; it is not bit-identical to a run on one replica.
 
@@ -108,6 +113,19 @@ class ReplicaCluster:
         #: the replicas' background as resolved at their first epoch (``long_lived``, ``bulks``: the
         #: same on every replica), read back like a network's
         self.network = ResolvedBackground()
+        self._expected: dict[int, tuple[int, CollectivePattern]] = {}   # epoch -> (digest, pattern)
+
+    @property
+    def lookahead(self) -> int:
+        """Epochs run ahead of the one asked for (``replicas - 1``)."""
+        return self.replicas - 1
+
+    def expect(self, epoch: int, pattern: CollectivePattern) -> None:
+        """Say that epoch ``epoch`` (after the next) will run ``pattern``: the copies run it ahead
+        instead of the next epoch's pattern. A later :meth:`run_epoch` with another pattern still
+        wins (the run is then dropped and made again)."""
+        if epoch > self.epoch:
+            self._expected[int(epoch)] = (pattern_digest(pattern), pattern)
 
     # ------------------------------------------------------------------ scheduling
     def _live(self, w: int) -> list[_Job]:
@@ -140,17 +158,20 @@ class ReplicaCluster:
         """Run the next epoch of ``pattern`` (positions = ranks already mapped); returns its trace,
         whose ``epoch`` is the global index (see the class docstring for the errors)."""
         e, key = self.epoch, pattern_digest(pattern)
+        self._expected = {k: v for k, v in self._expected.items() if k > e}
+        ahead = {e + a: self._expected.get(e + a, (key, pattern)) for a in range(1, self.replicas)}
         for w, jobs in enumerate(self._jobs):       # what no longer matches the requests is dropped
             for j in jobs:
-                if not j.dropped and (j.epoch < e or j.key != key):
+                want = key if j.epoch == e else ahead.get(j.epoch, (j.key,))[0]
+                if not j.dropped and (j.epoch < e or j.key != want):
                     j.dropped = True
                     self.dropped[w] += 1
         found = self._find(e, key)
         if found is None:
             self._assign(e, key, pattern)
-        for ahead in range(1, self.replicas):        # speculate on the same pattern
-            if self._find(e + ahead, key) is None:
-                self._assign(e + ahead, key, pattern)
+        for f, (k, p) in ahead.items():              # the expected pattern, else the same one
+            if self._find(f, k) is None:
+                self._assign(f, k, p)
         w, job = self._find(e, key)
         trace, resolved = self._result(w, job)
         if resolved is not None:

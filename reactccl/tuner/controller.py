@@ -110,6 +110,13 @@ class ReactController:
         return pl.pattern
 
     @property
+    def settled_through(self) -> int:
+        """The last epoch whose pattern no later decision can change: a decision made on the next
+        trace (epoch :attr:`epoch`) takes effect ``apply_delay`` epochs after the one that follows it
+        (:mod:`reactccl.lookahead`)."""
+        return self.epoch + self.params.apply_delay
+
+    @property
     def current_pattern(self) -> CollectivePattern:
         """The pattern of the next epoch to run."""
         return self.pattern_for_epoch(self.epoch)

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..lookahead import tell_ahead
 from ..pattern import CollectivePattern
 from ..trace import EpochTrace, format_rate, format_time
 from .controller import ReactController
@@ -81,13 +82,15 @@ class ReactRun:
 
 
 def _drive(executor: Executor, epochs: int, pattern_of: Callable[[int], CollectivePattern],
-           observe: Callable[[EpochTrace], Any] | None, progress: Callable[[int, int], Any] | None):
+           observe: Callable[[EpochTrace], Any] | None, progress: Callable[[int, int], Any] | None,
+           settled: Callable[[], int] = lambda: 1 << 62):
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs: expected an integer >= 1, got {epochs!r}")
     if not callable(getattr(executor, "run_epoch", None)):
         raise TypeError(f"executor: {type(executor).__name__} has no run_epoch(pattern) method")
     dur, alg, bus, last = np.zeros(epochs), np.zeros(epochs), np.zeros(epochs), None
     for e in range(epochs):
+        tell_ahead(executor, pattern_of, e, settled(), epochs)
         trace = executor.run_epoch(pattern_of(e))
         dur[e], alg[e], bus[e], last = trace.duration, trace.algbw, trace.busbw, trace
         if observe is not None:
@@ -115,7 +118,8 @@ def run_react(executor: Executor, pattern: CollectivePattern, epochs: int, param
         in_effect[e] = idx[-1] if idx else -1
         return ctrl.pattern_for_epoch(e)
 
-    dur, alg, bus, last = _drive(executor, epochs, pattern_of, ctrl.observe, progress)
+    dur, alg, bus, last = _drive(executor, epochs, pattern_of, ctrl.observe, progress,
+                                 lambda: ctrl.settled_through)
     return ReactRun(dur, alg, bus, ctrl.decisions, in_effect, last.slowest() if last else [], ctrl.params)
 
 
