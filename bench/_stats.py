@@ -18,6 +18,7 @@ a seed that every rank computes alike.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 
@@ -38,7 +39,8 @@ def paired_ratios(times: Sequence[Sequence[float]], base: Sequence[Sequence[floa
     """Per-rep ratios ``times[round][rep] / base[round][rep]`` over all rounds, flattened.
 
     Raises:
-        ValueError: the two have different shapes, or a base time is not positive (named by round and rep).
+        ValueError: the two have different shapes, a base time is not positive, or a time is not
+            finite (named by round and rep).
     """
     if len(times) != len(base):
         raise ValueError(f"paired_ratios: {len(times)} rounds against {len(base)} baseline rounds")
@@ -47,8 +49,10 @@ def paired_ratios(times: Sequence[Sequence[float]], base: Sequence[Sequence[floa
         if len(r) != len(b):
             raise ValueError(f"paired_ratios: round {i} has {len(r)} reps against {len(b)} baseline reps")
         for j, (x, y) in enumerate(zip(r, b)):
-            if not y > 0:
-                raise ValueError(f"paired_ratios: baseline time {y!r} at round {i}, rep {j} is not positive")
+            if not (y > 0 and math.isfinite(y)):
+                raise ValueError(f"paired_ratios: baseline time {y!r} at round {i}, rep {j} is not positive and finite")
+            if not (x >= 0 and math.isfinite(x)):
+                raise ValueError(f"paired_ratios: time {x!r} at round {i}, rep {j} is not finite and >= 0")
             out.append(x / y)
     return out
 
@@ -74,6 +78,8 @@ def median_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, floa
     j = int(binom.ppf((1.0 - level) / 2.0, n, 0.5))
     while j >= 1 and 2.0 * binom.cdf(j - 1, n, 0.5) > 1.0 - level:
         j -= 1
+    while j < (n + 1) // 2 and 2.0 * binom.cdf(j, n, 0.5) <= 1.0 - level:   # ppf stops short where a tail is exact
+        j += 1
     j = max(j, 1)
     return med, xs[j - 1], xs[n - j]
 

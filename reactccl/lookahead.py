@@ -5,8 +5,9 @@ a network, W - 1 epochs ahead) has to guess their patterns. REACT's controller m
 take effect ``apply_delay`` = L epochs after the next one (§6.3), so once it has seen epochs
 ``0 .. e - 1`` the patterns of epochs ``e .. e + L`` are settled
 (``ReactController.settled_through``). A driver calls :func:`tell_ahead` before each epoch; the
-executor then runs the settled patterns ahead instead of guessing that nothing changes, and never
-runs an epoch it must throw away at a decision.
+executor then runs the settled patterns ahead instead of guessing that nothing changes. Where it
+runs at most L epochs ahead, it never runs an epoch it must throw away at a decision (with
+``apply_delay = 0`` nothing ahead is settled and it guesses, as without this).
 
 The protocol is optional on both sides: an executor with ``lookahead`` (int, epochs it runs ahead)
 and ``expect(epoch, pattern)``; a driver that knows the last settled epoch.

@@ -19,6 +19,8 @@ def test_median_ci_order_statistics():
     assert stats.median_ci([3, 1, 2, 5, 4]) == (3, 1, 5)
     # a lower level narrows it: n = 9 at 80%, 2 P(B <= 2) = 0.18 <= 0.2: [x3, x7]
     assert stats.median_ci(range(1, 10), level=0.8) == (5, 3, 7)
+    # a tail exactly at the level: n = 5 at 62.5%, 2 P(B = 0) = 1/16 < 0.375 and 2 P(B <= 1) = 0.375: [x2, x4]
+    assert stats.median_ci(range(1, 6), level=0.625) == (3, 2, 4)
 
 
 def test_paired_ratios_and_verdicts():
@@ -35,6 +37,8 @@ def test_bad_input_is_named():
         stats.paired_ratios([[1.0], [1.0]], [[1.0], [1.0, 2.0]])
     with pytest.raises(ValueError, match="round 0, rep 1 is not positive"):
         stats.paired_ratios([[1.0, 1.0]], [[1.0, 0.0]])
+    with pytest.raises(ValueError, match="time nan at round 0, rep 0"):
+        stats.paired_ratios([[float("nan")]], [[1.0]])
     with pytest.raises(ValueError, match="no values"):
         stats.median_ci([])
     with pytest.raises(ValueError, match="level"):

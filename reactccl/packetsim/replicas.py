@@ -21,8 +21,10 @@ What this changes in the model (say so where its numbers are reported):
 
 A driver that knows the patterns ahead (REACT's decisions take effect ``apply_delay`` epochs
 late, :mod:`reactccl.lookahead`) says so with :meth:`ReplicaCluster.expect`; the copies then run
-those patterns ahead and no epoch is dropped at a decision. Without it they guess the pattern
-stays the same.
+those patterns ahead, and where ``replicas - 1 <= apply_delay`` (2 copies and REACT's default of
+5) no epoch is dropped at a decision. Past the epochs it was told, and without such a driver, a
+copy guesses the latest pattern it knows. The copies do not know where a run ends: they still run
+up to ``replicas - 1`` epochs past it (waited for by :meth:`close`).
 
 Which replica runs which epoch is decided from the sequence of requests alone (never from which
 process finished first), so a run is reproducible; it is not bit-identical to a run on one replica.
@@ -159,7 +161,9 @@ class ReplicaCluster:
         whose ``epoch`` is the global index (see the class docstring for the errors)."""
         e, key = self.epoch, pattern_digest(pattern)
         self._expected = {k: v for k, v in self._expected.items() if k > e}
-        ahead = {e + a: self._expected.get(e + a, (key, pattern)) for a in range(1, self.replicas)}
+        ahead, last = {}, (key, pattern)
+        for a in range(1, self.replicas):           # past what was told: the latest told pattern
+            last = ahead[e + a] = self._expected.get(e + a, last)
         for w, jobs in enumerate(self._jobs):       # what no longer matches the requests is dropped
             for j in jobs:
                 want = key if j.epoch == e else ahead.get(j.epoch, (j.key,))[0]
