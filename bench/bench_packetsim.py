@@ -24,7 +24,6 @@ import time
 import numpy as np
 
 from reactccl.algorithms import generate
-from reactccl.lookahead import tell_ahead
 from reactccl.packetsim import PacketCluster, packet_replicas
 from reactccl.packetsim import anchors
 from reactccl.topology import fat_tree
@@ -81,31 +80,28 @@ def bench_tree(epochs: int, react_epochs: int, replicas: int = 1) -> None:
         print(f"  100 epochs at this rate: {100 * wall / 60:.1f} min wall, {100 * cpu / 60:.1f} min cpu "
               "(target: a 100-epoch REACT run < 30 min on 2 cores)")
     if react_epochs:
-        from reactccl.tuner import ReactController, ReactParams
+        from reactccl.tuner import ReactParams, run_react
 
-        ctl = ReactController(pattern, ReactParams(seed=1))
         t0, c0 = time.perf_counter(), time.process_time()
         args = (topo, np.arange(8), 20e6)
         kw = dict(background=["into:3:p=1"], seed=1, transport="dctcp")
         cluster = PacketCluster(*args, **kw) if replicas == 1 else packet_replicas(replicas, *args, **kw)
-        durs = []
-        try:
-            for e in range(react_epochs):
-                tell_ahead(cluster, ctl.pattern_for_epoch, e, ctl.settled_through, react_epochs)
-                tr = cluster.run_epoch(ctl.pattern_for_epoch(e))
-                ctl.observe(tr)
-                durs.append(tr.duration)
-                if (e + 1) % 10 == 0:
-                    print(f"    {e + 1} epochs: {time.perf_counter() - t0:.0f} s wall, {len(ctl.decisions)} decisions",
-                          flush=True)
+
+        def progress(done: int, total: int) -> None:
+            if done % 10 == 0:
+                print(f"    {done} epochs: {time.perf_counter() - t0:.0f} s wall", flush=True)
+
+        try:       # run_react tells the replicas the settled patterns ahead (reactccl.lookahead)
+            run = run_react(cluster, pattern, react_epochs, ReactParams(seed=1), progress=progress)
         finally:
             if replicas > 1:
                 cluster.close()
+        durs = run.durations
         where = "in this process" if replicas == 1 else (f"on {replicas} replicas (epochs used per replica "
                                                          f"{cluster.used}, speculative epochs dropped {cluster.dropped})")
         print(f"  REACT run, {react_epochs} epochs {where}: {time.perf_counter() - t0:.0f} s wall, "
               f"{time.process_time() - c0:.0f} s cpu of this process; mean epoch {np.mean(durs) * 1e3:.3f} ms, "
-              f"{len(ctl.decisions)} decisions, last 20 epochs {np.mean(durs[-20:]) * 1e3:.3f} ms, "
+              f"{len(run.decisions)} decisions, last 20 epochs {np.mean(durs[-20:]) * 1e3:.3f} ms, "
               f"first 10 {np.mean(durs[:10]) * 1e3:.3f} ms")
 
 
