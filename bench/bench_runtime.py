@@ -24,7 +24,8 @@ with ``--ablations``, ring variants with one choice changed each (``+pipe1M``/``
 pipeline parts of about 1, 2 or 4 MB, which are off by default; 2 MB cuts a 4-rank ring's 4 MB
 chunk in two, as Gloo's own ring does at least (gloo/allreduce.cc: two or more segments per chunk); ``-stage``: every send and
 receive staged; ``-inplace``: copies not received in place;
-``-direct``: small messages' receives waited for by pool threads, not the calling thread)
+``-direct``: receives and sends waited for by pool threads, not the calling thread;
+``direct<=1M``: the calling thread only up to 1 MiB, the cap before unstaged direct sends)
 and ``before`` (no staging decisions, no in-place receives, no direct mode: the executor's
 choices as they were before them, on today's driver; ``--before REV`` times the old code
 itself: the whole ``reactccl`` package of that revision, exported beside today's). On NCCL RCollective runs step by step (one ``batch_isend_irecv`` group per step),
@@ -57,7 +58,7 @@ from reactccl.trace import format_bytes, format_time
 ABLATIONS = {"+pipe1M": dict(pipeline_bytes=1 << 20), "+pipe2M": dict(pipeline_bytes=2 << 20),
              "+pipe4M": dict(pipeline_bytes=4 << 20),
              "-stage": dict(staging="always"), "-inplace": dict(in_place=False), "-direct": dict(direct_bytes=0),
-             "+directAll": dict(direct_bytes=1 << 62),
+             "direct<=1M": dict(direct_bytes=1 << 20),
              "before": dict(pipeline_bytes=None, staging="always", in_place=False, direct_bytes=0)}
 
 

@@ -1,35 +1,45 @@
-"""The direct executor of small messages: a :class:`~reactccl.runtime.schedule.Schedule` with
-``direct=True`` compiled once into a straight-line program, then run on the calling thread.
+"""The direct executor: a :class:`~reactccl.runtime.schedule.Schedule` with ``direct=True``
+compiled once into a straight-line program, then run on the calling thread, with no waiter
+threads and no driver loop.
 
-In a direct schedule every send is staged and no send waits for another to leave, and the
-calling thread waits for the receives one after another in schedule order (step, flow,
-part). What becomes runnable therefore changes only when the next receive is waited for,
-so the order in which the data-driven rule (:mod:`reactccl.runtime.execute`: an op runs once
-it heads every queue of its units; a received op once its data is there) runs the ops is the
-same on every call. :func:`compile_direct` finds that order once, by running the rule on the
+The calling thread waits for the receives one after another in schedule order (step, flow,
+part). What becomes runnable therefore changes only at its own waits, so the order in which
+the data-driven rule (:mod:`reactccl.runtime.execute`: an op runs once it heads every queue
+of its units; a received op once its data is there and the unstaged sends of its units have
+left; a send once its lane's sends of the previous step have left) runs the ops is the same
+on every call. :func:`compile_direct` finds that order once, by running the rule on the
 schedule without data, and writes it down as a list of steps:
 
 * post every receive (straight into the tensor, or into its staging buffer);
-* ``SEND op``: copy the op's ranges into its staging buffer, post it, note the time;
+* ``SENDS op``: copy the op's ranges into its staging buffer if it is staged, post it, note
+  the time;
 * ``WAIT op``: wait for the receive (bounded by what is left of the call's timeout), note the
   time;
 * ``APPLY op``: add/copy a staged receive into the tensor (an in-place receive needs nothing);
-* at the end, wait for the sends.
+* ``SENT op``: wait until a send has left, where the rule needs that (before a write of a
+  chunk an unstaged send still reads; before the lane's next send), and for every send at
+  the end.
 
 :func:`run_direct` replays that list; a call costs its posts, waits and copies and almost no
-bookkeeping (at 4 B the bookkeeping was most of the call's CPU). The guarantees are those of
-the data-driven executor: the same reads and writes in the same per-chunk order (so the
-same bits), and no deadlock (the lowest receive still waited for always has its send posted
-by its peer: sends depend only on receives before them in the same order). A receive's end
-time is when this thread saw it: exact for one receive per step (ring), an upper bound where
-a rank receives several flows in one step. A schedule whose ops could never all run (not
-possible for a verified pattern) is refused at the point the data-driven executor refused it.
+bookkeeping (at 4 B the bookkeeping was most of the call's CPU; at 16 MB the thread hand-offs
+of the data-driven executor cost about as much CPU as a staging copy of every send).
+
+The guarantees are those of the data-driven executor: the same reads and writes in the same
+per-chunk order (so the same bits), and no deadlock. Every rank posts all its receives on
+entry, before any wait, so a ``SENT`` wait needs only the peer to have entered the call;
+and the lowest receive still waited for always has its send posted by its peer (sends
+depend only on receives before them in the same order, and on ``SENT`` waits). A receive's
+end time is when this thread saw it: exact for one receive per step (ring), an upper bound
+where a rank receives several flows in one step. A schedule whose ops could never all run
+(not possible for a verified pattern) is refused at the point the data-driven executor
+refused it.
 
 The posts go to the group's CPU backend (what ``ProcessGroup.send`` dispatches to, without
 the dispatcher's hop: about 5 µs of CPU per op and a shorter hand-off, measured with Gloo).
 
 Source: REACT §6.1 (RCollective posts the pattern's p2p operations); PyTorch c10d
-``Backend.send``/``recv``/``Work.wait`` semantics.
+``Backend.send``/``recv``/``Work.wait`` semantics; Gloo's TCP pairs, which send a message
+once its receive is posted.
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ from .schedule import Schedule, SliceOp, advance
 
 __all__ = ["DirectProgram", "compile_direct", "run_direct"]
 
-SENDS, WAIT, APPLY = 0, 1, 2
+SENDS, WAIT, APPLY, SENT = 0, 1, 2, 3
 
 
 @dataclass(eq=False)
@@ -53,10 +63,10 @@ class DirectProgram:
     """A direct schedule as a straight-line program (see the module docstring).
 
     Attributes:
-        steps: ``(code, op)`` pairs in execution order (``SENDS``, ``WAIT``, ``APPLY``).
+        steps: ``(code, op)`` pairs in execution order (``SENDS``, ``WAIT``, ``APPLY``, ``SENT``).
         stuck: the first op the rule could never run (None for a verified pattern).
         arena: the staging buffers the views below were cut from (rebuilt when they change).
-        recv_bufs, send_bufs: per op index, its staging view (receives: None when in place).
+        recv_bufs, send_bufs: per op index, its staging view (None where not staged).
     """
 
     steps: list
@@ -68,31 +78,55 @@ class DirectProgram:
 
 def compile_direct(sch: Schedule) -> DirectProgram:
     """The order in which the data-driven rule runs ``sch``'s ops when receives arrive in the
-    order they are waited for (schedule order).
+    order they are waited for (schedule order), with a ``SENT`` wait wherever the rule needs
+    a send to have left, and one for every send not yet waited for at the end.
 
     Raises:
         ValueError: ``sch`` is not a direct schedule.
     """
     if not sch.direct:
-        raise ValueError("compile_direct: the schedule is not a direct one (sends may wait for sends)")
+        raise ValueError("compile_direct: the schedule is not a direct one (build_schedule(..., direct=True))")
     ops, queues = sch.ops, sch.queues
     head = dict.fromkeys(queues, 0)
     done = [False] * len(ops)
     arrived = [False] * len(ops)
+    left = [False] * len(ops)
+    lane_wait = [len(o.after) for o in ops]
+    reading: dict[int, set] = {u: set() for u in queues}   # unstaged sends of a unit not yet waited for
     steps: list = []
+
+    def leave(j: int) -> None:
+        if not left[j]:
+            left[j] = True
+            steps.append((SENT, ops[j]))
+            if not ops[j].staged:
+                for u in ops[j].units:
+                    reading[u].discard(j)
 
     def run(todo: list[int]) -> None:
         while todo:
             op = ops[todo.pop()]
             i = op.index
-            if done[i] or (op.kind != SEND and not arrived[i]):
+            if done[i] or (op.kind != SEND and not arrived[i]) or lane_wait[i]:
                 continue
             if any(queues[u][head[u]] != i for u in op.units):
                 continue
             if op.kind == SEND:
+                for j in op.after:
+                    leave(j)
                 steps.append((SENDS, op))
-            elif op.staged:
-                steps.append((APPLY, op))
+                if not op.staged:
+                    for u in op.units:
+                        reading[u].add(i)
+                for j in sch.lane_next.get(i, ()):
+                    lane_wait[j] -= 1
+                    todo.append(j)
+            else:
+                for u in op.units:
+                    for j in sorted(reading[u]):
+                        leave(j)
+                if op.staged:
+                    steps.append((APPLY, op))
             done[i] = True
             advance(queues, head, op.units, todo)
 
@@ -101,13 +135,16 @@ def compile_direct(sch: Schedule) -> DirectProgram:
         steps.append((WAIT, o))
         arrived[o.index] = True
         run([o.index])
+    for o in sch.sends:
+        if done[o.index]:
+            leave(o.index)
     stuck = next((o for o in ops if not done[o.index]), None)
     return DirectProgram(steps, stuck)
 
 
 def _views(prog: DirectProgram, sch: Schedule, sbuf: torch.Tensor, rbuf: torch.Tensor) -> None:
     prog.arena = (sbuf, rbuf)
-    prog.send_bufs = {o.index: sbuf[o.offset:o.offset + o.numel] for o in sch.sends}
+    prog.send_bufs = {o.index: sbuf[o.offset:o.offset + o.numel] if o.staged else None for o in sch.sends}
     prog.recv_bufs = {o.index: rbuf[o.offset:o.offset + o.numel] if o.staged else None for o in sch.recvs}
 
 
@@ -136,7 +173,6 @@ def run_direct(rc, flat: torch.Tensor, sch: Schedule, prog: DirectProgram) -> tu
     recv_bufs, send_bufs = prog.recv_bufs, prog.send_bufs
     post = rc._post
     works: dict = {}
-    sent: list = []
     deadline = now() + rc.timeout
     for op in sch.recvs:
         buf = recv_bufs[op.index]
@@ -147,7 +183,10 @@ def run_direct(rc, flat: torch.Tensor, sch: Schedule, prog: DirectProgram) -> tu
     for code, op in prog.steps:
         if code == SENDS:
             out = send_bufs[op.index]
-            if len(op.segs) == 1:
+            if out is None:
+                lo, hi = op.segs[0]
+                out = _range(flat, lo, hi, n)
+            elif len(op.segs) == 1:
                 lo, hi = op.segs[0]
                 out.copy_(_range(flat, lo, hi, n))
             else:
@@ -158,12 +197,13 @@ def run_direct(rc, flat: torch.Tensor, sch: Schedule, prog: DirectProgram) -> tu
             t = now()
             if t < start[op.slot]:
                 start[op.slot] = t
-            sent.append((op, post(op, out)))
-        elif code == WAIT:
-            _wait(rc, op, works[op.index], deadline)
-            t = now()
-            if t > end[op.slot]:
-                end[op.slot] = t
+            works[op.index] = post(op, out)
+        elif code == WAIT or code == SENT:
+            _wait(rc, op, works.pop(op.index), deadline)
+            if code == WAIT:
+                t = now()
+                if t > end[op.slot]:
+                    end[op.slot] = t
         else:
             src = recv_bufs[op.index]
             k = 0
@@ -175,8 +215,6 @@ def run_direct(rc, flat: torch.Tensor, sch: Schedule, prog: DirectProgram) -> tu
                 else:
                     dst.copy_(part)
                 k += hi - lo
-    for op, work in sent:
-        _wait(rc, op, work, deadline)
     if prog.stuck is not None:
         raise rc._error(prog.stuck, "could never run (its inputs never became ready)")
     return start, end

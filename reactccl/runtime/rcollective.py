@@ -17,10 +17,12 @@ op per part.
   posted as soon as the writes before it in its chunks are applied, straight from the tensor
   unless this rank writes the chunk in the same step (then it is staged: the pre-step value);
   a received part is added/copied in once it arrived and the ops before it in its chunks are
-  done. Waiting: small messages (``direct_bytes``) wait for their receives on the calling
+  done. Waiting: a rank that receives at most one flow per step (every rank of a ring), and
+  every rank for messages up to 64 KiB, waits for its receives and sends on the calling
   thread, replaying the order of ops compiled once per schedule (:mod:`reactccl.runtime.direct`);
-  larger ones on waiter threads (a Gloo request only completes when someone waits on
-  it), whose reports the driver handles in batches.
+  other ranks (a tree's inner ranks above 64 KiB, whose receives of one step may arrive in
+  any order) wait on waiter threads (a Gloo request only completes when someone waits on
+  it), whose reports the driver handles in batches, so each receive's end time is exact.
 * CUDA tensors (NCCL): step by step, a step's sends and receives as one ``batch_isend_irecv``
   group (NCCL's group call, which makes a ring of sends and receives deadlock-free), timed by
   CUDA events. ``mode="stepwise"`` runs this path on Gloo too, which is how CI tests it without
@@ -30,12 +32,12 @@ op per part.
 Posting order against the project's execution model (within one chunk graph a rank's sends
 go in step order: a send starts once its data has arrived and the rank's sends of earlier
 steps in that chunk graph have left; sends of one step go together; chunk graphs run
-concurrently). The data-driven executor follows it with one refinement and one exception:
-each pipeline part of a chunk graph is a chunk graph of its own (part j of step t+1 may
-leave while part j+1 of step t is in flight, as NCCL's slices do); and with ``direct`` small
-messages, where every send is staged, "have left" is relaxed to "have been posted" (a send
-then waits for nothing but its data). The step-by-step executor is stricter than the rule:
-a step starts when all of this rank's previous step is done, across chunk graphs.
+concurrently). Both Gloo executors follow it, with one refinement: each pipeline part of a
+chunk graph is a chunk graph of its own (part j of step t+1 may leave while part j+1 of step
+t is in flight, as NCCL's slices do). The direct executor blocks its thread on a lane's
+earlier sends just before it posts the next one; the waiter threads report them instead, so
+the driver may meanwhile handle other arrivals. The step-by-step executor is stricter than
+the rule: a step starts when all of this rank's previous step is done, across chunk graphs.
 
 Exactness: integer dtypes give exactly ``dist.all_reduce``'s result. Floats
 (float32/float16/bfloat16) are summed in the tensor's dtype, each (rank,
@@ -134,12 +136,14 @@ class RCollective:
             chunk in the same step or it covers several ranges) or ``"always"`` (every
             send and receive through a buffer, as before these options existed).
         in_place: receive copy flows straight into the tensor where that is safe.
-        direct_bytes: messages of at most this many bytes (default 1 MiB) run with the
-            receives waited for on the calling thread (see :mod:`reactccl.runtime.execute`)
-            on ranks that receive at most one flow per step (ring: exact receive times),
-            and on every rank up to 64 KiB (where a receive's end time may then be an upper
-            bound); 0 = never. Measured: about 30% less CPU per call at 1 MB, most of the
-            4 B .. 64 KB gain (``bench_runtime.py --ablations``, ``-direct``).
+        direct_bytes: the largest message (bytes) a rank that receives at most one flow
+            per step (ring: exact receive times) runs on the calling thread, with no waiter
+            threads (:mod:`reactccl.runtime.direct`); None (default) = no limit, 0 = never.
+            Up to 64 KiB every rank does (a receive's end time may then be an upper bound),
+            unless this is 0. Measured on 4 Gloo ranks (``bench_runtime.py --ablations``,
+            ``-direct``): most of the 4 B .. 64 KB gain, and at 16 MB about 12% less CPU per
+            call than the waiter threads, whose hand-offs cost about what a staging copy of
+            every send would.
 
     Raises:
         ValueError: pattern and group sizes differ, or a bad option.
@@ -152,7 +156,7 @@ class RCollective:
     def __init__(self, pattern: CollectivePattern, group=None, timeout: float = 60.0,
                  check: str = "change", mode: str = "auto", verify_patterns: bool = True, *,
                  pipeline_bytes: int | None = None, max_parts: int = 8, staging: str = "needed",
-                 in_place: bool = True, direct_bytes: int = 1 << 20) -> None:
+                 in_place: bool = True, direct_bytes: int | None = None) -> None:
         if not dist.is_initialized():
             raise RuntimeError("RCollective: torch.distributed is not initialised (call init_process_group)")
         if check not in ("change", "always", "never"):
@@ -169,7 +173,9 @@ class RCollective:
             raise ValueError(f"max_parts: must be >= 1, got {max_parts}")
         self.pipeline_bytes, self.max_parts = pipeline_bytes, int(max_parts)
         self.staging, self.in_place = staging, bool(in_place)
-        self.direct_bytes = int(direct_bytes)
+        if direct_bytes is not None and not direct_bytes >= 0:
+            raise ValueError(f"direct_bytes: must be >= 0 bytes or None, got {direct_bytes}")
+        self.direct_bytes = None if direct_bytes is None else int(direct_bytes)
         self.group = group
         self.rank = dist.get_rank(group)
         self.world = dist.get_world_size(group)
@@ -321,8 +327,10 @@ class RCollective:
             parts = 1 if stepwise else choose_parts(self._pattern, numel, element_size, self.pipeline_bytes,
                                                     self.max_parts)
             nbytes = numel * element_size
-            direct = not stepwise and nbytes <= self.direct_bytes and (
-                nbytes <= _TINY or one_receive_per_step(self._pattern, self.rank))
+            cap = self.direct_bytes
+            direct = not stepwise and cap != 0 and (
+                nbytes <= min(_TINY, cap if cap is not None else _TINY)
+                or ((cap is None or nbytes <= cap) and one_receive_per_step(self._pattern, self.rank)))
             sch = build_schedule(self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise,
                                  direct=direct)
             sch = (sch, compile_direct(sch) if direct else None)

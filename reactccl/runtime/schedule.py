@@ -215,9 +215,9 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
             so a copy is safe in place unless another op of this rank in the same step
             touches its chunks unstaged); else for the data-driven one.
         tag_base: added to every tag.
-        direct: for the executor that waits for receives on the calling thread
-            (``run_direct``): every send is staged and no send waits for another to leave,
-            so nothing the caller waits for can hang on a send.
+        direct: for the executor that waits on the calling thread (``run_direct``); the
+            staging and lane decisions are the data-driven executor's, only the schedule
+            is marked (:func:`~reactccl.runtime.direct.compile_direct` accepts it).
 
     Raises:
         ValueError: ``rank``/``numel`` out of range, ``parts < 1`` or a bad ``stage``.
@@ -250,7 +250,7 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
     for o in plan.ops:
         cuts = [_parts_of(int(bounds[c]), int(bounds[c + 1]), parts) for c in o.chunk_list]
         if o.kind == SEND:
-            wanted = always or direct or (o.chunk_list and not writes.get(o.step, set()).isdisjoint(o.chunk_list))
+            wanted = always or (o.chunk_list and not writes.get(o.step, set()).isdisjoint(o.chunk_list))
         else:
             wanted = always or o.flow not in landing
         for j in range(parts):
@@ -275,7 +275,7 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
                 offs[o.kind] += n
             for u in units:
                 queues.setdefault(u, []).append(so.index)
-            if o.kind == SEND and not direct:
+            if o.kind == SEND:
                 groups = lanes.setdefault(lane, [])
                 if not groups or groups[-1][0] != o.step:
                     groups.append([o.step, []])
