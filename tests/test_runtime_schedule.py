@@ -204,6 +204,12 @@ def test_decisions_on_ring_tree_and_recursive_doubling():
     d, s = build_schedule(ring, 1, 400, 1, direct=True), build_schedule(ring, 1, 400, 1)
     assert d.direct and not s.direct
     assert [(o.staged, o.after) for o in d.ops] == [(o.staged, o.after) for o in s.ops]
+    # eager direct (messages up to 64 KiB): sends staged, no lane waits; copies still land in place
+    e = build_schedule(ring, 1, 400, 1, direct=True, eager=True)
+    assert all(o.staged and not o.after for o in e.sends) and not e.lane_next
+    assert any(not o.staged for o in e.recvs)
+    with pytest.raises(ValueError, match="eager"):
+        build_schedule(ring, 1, 400, 1, eager=True)
 
 
 def test_lanes_and_parts():
@@ -237,7 +243,7 @@ def test_the_adversarial_network_catches_an_unsafe_in_place_receive(monkeypatch)
     assert wrong > 0
 
 
-def _run_direct(p, numel, parts, rng):
+def _run_direct(p, numel, parts, rng, eager=False):
     """Every rank replays its compiled direct program (run_direct's order) against a network that
     delivers each message at a random moment (an in-place receive is written then). An unstaged
     send reads the sender's tensor at delivery, the latest moment it may, and a ``SENT`` wait
@@ -245,7 +251,7 @@ def _run_direct(p, numel, parts, rng):
     n = p.num_ranks
     x = [rng.integers(-1000, 1000, numel) for _ in range(n)]
     state = [v.copy() for v in x]
-    sch = [build_schedule(p, r, numel, parts, direct=True) for r in range(n)]
+    sch = [build_schedule(p, r, numel, parts, direct=True, eager=eager) for r in range(n)]
     progs = [compile_direct(s) for s in sch]
     assert all(pr.stuck is None for pr in progs)
     recv_of = {(o.flow, o.part): (r, o) for r, s in enumerate(sch) for o in s.recvs}
@@ -296,8 +302,8 @@ def test_compiled_direct_programs_compute_the_collective_under_random_delivery(n
     rng = np.random.default_rng(numel + parts)
     pats = [generate(a, n, **kw) for a, n, kw in CASES] + [_rd_one_chunk(4), _copy_after_reduce(), _write_after_send()]
     for p in pats:
-        for _ in range(4):
-            x, out = _run_direct(p, numel, parts, rng)
+        for k in range(6):
+            x, out = _run_direct(p, numel, parts, rng, eager=k % 3 == 2)
             _check(p, numel, x, out)
 
 

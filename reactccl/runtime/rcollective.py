@@ -34,9 +34,11 @@ go in step order: a send starts once its data has arrived and the rank's sends o
 steps in that chunk graph have left; sends of one step go together; chunk graphs run
 concurrently). Both Gloo executors follow it, with one refinement: each pipeline part of a
 chunk graph is a chunk graph of its own (part j of step t+1 may leave while part j+1 of step
-t is in flight, as NCCL's slices do). The direct executor blocks its thread on a lane's
-earlier sends just before it posts the next one; the waiter threads report them instead, so
-the driver may meanwhile handle other arrivals. The step-by-step executor is stricter than
+t is in flight, as NCCL's slices do), and one relaxation: messages up to 64 KiB stage every
+send and let no send wait for another ("have left" becomes "have been posted"). The direct
+executor blocks its thread on a lane's earlier sends just before it posts the next one; the
+waiter threads report them instead, so the driver may meanwhile handle other arrivals. The
+step-by-step executor is stricter than
 the rule: a step starts when all of this rank's previous step is done, across chunk graphs.
 
 Exactness: integer dtypes give exactly ``dist.all_reduce``'s result. Floats
@@ -140,7 +142,8 @@ class RCollective:
             per step (ring: exact receive times) runs on the calling thread, with no waiter
             threads (:mod:`reactccl.runtime.direct`); None (default) = no limit, 0 = never.
             Up to 64 KiB every rank does (a receive's end time may then be an upper bound),
-            unless this is 0. Measured on 4 Gloo ranks (``bench_runtime.py --ablations``,
+            unless this is 0, with every send staged and no send waiting for another
+            (``eager``, see :mod:`reactccl.runtime.direct`). Measured on 4 Gloo ranks (``bench_runtime.py --ablations``,
             ``-direct``): most of the 4 B .. 64 KB gain, and at 16 MB about 12% less CPU per
             call than the waiter threads, whose hand-offs cost about what a staging copy of
             every send would.
@@ -328,11 +331,11 @@ class RCollective:
                                                     self.max_parts)
             nbytes = numel * element_size
             cap = self.direct_bytes
-            direct = not stepwise and cap != 0 and (
-                nbytes <= min(_TINY, cap if cap is not None else _TINY)
-                or ((cap is None or nbytes <= cap) and one_receive_per_step(self._pattern, self.rank)))
+            allowed = not stepwise and cap != 0 and (cap is None or nbytes <= cap)
+            tiny = allowed and nbytes <= _TINY     # eager: sends staged, none waits for another
+            direct = tiny or (allowed and one_receive_per_step(self._pattern, self.rank))
             sch = build_schedule(self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise,
-                                 direct=direct)
+                                 direct=direct, eager=tiny)
             sch = (sch, compile_direct(sch) if direct else None)
             self._plans[key] = sch
             if len(self._plans) > _CACHE:

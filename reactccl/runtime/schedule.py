@@ -203,7 +203,7 @@ def _parts_of(lo: int, hi: int, parts: int) -> list[tuple[int, int]]:
 
 def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int = 1, stage: str = "needed",
                    in_place: bool = True, stepwise: bool = False, tag_base: int = 0,
-                   direct: bool = False) -> Schedule:
+                   direct: bool = False, eager: bool = False) -> Schedule:
     """Build rank ``rank``'s :class:`Schedule`.
 
     Args:
@@ -218,12 +218,17 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
         direct: for the executor that waits on the calling thread (``run_direct``); the
             staging and lane decisions are the data-driven executor's, only the schedule
             is marked (:func:`~reactccl.runtime.direct.compile_direct` accepts it).
+        eager: with ``direct``, stage every send and let no send wait for another to leave
+            (a send waits only for its data): the execution-model rule relaxed for small
+            messages, where the direct executor's waits in mid-call cost more than copies.
 
     Raises:
         ValueError: ``rank``/``numel`` out of range, ``parts < 1`` or a bad ``stage``.
     """
     if parts < 1:
         raise ValueError(f"parts: must be >= 1, got {parts}")
+    if eager and not direct:
+        raise ValueError("eager: only for a direct schedule (direct=True)")
     if stage not in ("needed", "always"):
         raise ValueError(f"stage: expected 'needed' or 'always', got {stage!r}")
     plan = local_plan(pattern, rank, numel)
@@ -250,7 +255,7 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
     for o in plan.ops:
         cuts = [_parts_of(int(bounds[c]), int(bounds[c + 1]), parts) for c in o.chunk_list]
         if o.kind == SEND:
-            wanted = always or (o.chunk_list and not writes.get(o.step, set()).isdisjoint(o.chunk_list))
+            wanted = always or eager or (o.chunk_list and not writes.get(o.step, set()).isdisjoint(o.chunk_list))
         else:
             wanted = always or o.flow not in landing
         for j in range(parts):
@@ -275,7 +280,7 @@ def build_schedule(pattern: CollectivePattern, rank: int, numel: int, parts: int
                 offs[o.kind] += n
             for u in units:
                 queues.setdefault(u, []).append(so.index)
-            if o.kind == SEND:
+            if o.kind == SEND and not eager:
                 groups = lanes.setdefault(lane, [])
                 if not groups or groups[-1][0] != o.step:
                     groups.append([o.step, []])
