@@ -15,43 +15,17 @@ torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 
 from reactccl.algorithms import generate  # noqa: E402
-from reactccl.pattern import PatternBuilder, VerificationError, verify  # noqa: E402
+from reactccl.pattern import PatternBuilder, VerificationError  # noqa: E402
 from reactccl.runtime import FlowTimeoutError, MismatchError, RCollective, block_bounds  # noqa: E402
 from reactccl.runtime.layout import SEND  # noqa: E402
 from reactccl.runtime.local import run_local  # noqa: E402
+from runtime_patterns import copy_after_reduce, rd_one_chunk, write_after_send  # noqa: E402
 
 pytestmark = pytest.mark.torch
 UNIT = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
 
 
 # ---------------------------------------------------------------- patterns
-def copy_after_reduce():
-    """3 ranks, one chunk: rank 0 gets a reduce at step 0 and a copy at step 2, and sends at step 0."""
-    b = PatternBuilder("allreduce", 3, name="copy-after-reduce")
-    c = b.chunk(1.0, 0)
-    b.flow(0, 0, 1, [c])
-    b.flow(0, 2, 0, [c])
-    b.flow(1, 2, 1, [c])
-    b.flow(2, 1, 0, [c], "copy")
-    b.flow(2, 1, 2, [c], "copy")
-    p = b.build()
-    verify(p)
-    return p
-
-
-def rd_one_chunk(n):
-    """Recursive doubling AllReduce on one chunk: at step k rank r exchanges with r ^ 2^k,
-    so every rank sends the chunk while it receives into it."""
-    b = PatternBuilder("allreduce", n, name="rd-1chunk")
-    c = b.chunk(1.0, 0)
-    for k in range(n.bit_length() - 1):
-        for r in range(n):
-            b.flow(k, r, r ^ (1 << k), [c])
-    p = b.build()
-    verify(p)
-    return p
-
-
 def flow_id(p, step, src, dst):
     return int(np.flatnonzero((p.step == step) & (p.src == src) & (p.dst == dst))[0])
 
@@ -116,12 +90,13 @@ def _expected(p, x, rank):
 # parts even on these small test messages; "data" at these sizes runs the direct executor
 MODES = {"data": {}, "stepwise": {"mode": "stepwise"},
          "pooled": {"mode": "data", "direct_bytes": 0, "pipeline_bytes": 16, "max_parts": 3},
-         "mixed": {"mode": "data"}}   # with _TINY = 0: direct only on ranks with one receive per step
+         "mixed": {"mode": "data"},   # with _TINY = 0: direct only on ranks with one receive per step
+         "mixedpipe": {"mode": "data", "pipeline_bytes": 16, "max_parts": 3}}   # the same, pipelined
 
 
 def _collective(p, mode):
     import reactccl.runtime.rcollective as rcmod
-    rcmod._TINY = 0 if mode == "mixed" else 64 << 10
+    rcmod._TINY = 0 if mode.startswith("mixed") else 64 << 10
     return RCollective(p, timeout=20, **MODES[mode])
 
 
@@ -161,11 +136,11 @@ def _float_cases(rank, world, cases):
 
 def _child_world3(rank, world):
     ring, tree, tree4 = generate("ring", 3), generate("nccl-tree", 3), generate("nccl-tree", 3, slices=4)
-    car = copy_after_reduce()
+    car, was = copy_after_reduce(), write_after_send()
     cases = []
-    for name, p in (("ring", ring), ("nccl-tree", tree), ("nccl-tree/4", tree4), ("car", car)):
+    for name, p in (("ring", ring), ("nccl-tree", tree), ("nccl-tree/4", tree4), ("car", car), ("was", was)):
         for numel in (0, 1, 10, 1001):
-            for mode in ("data", "stepwise", "pooled"):
+            for mode in ("data", "stepwise", "pooled", "mixed", "mixedpipe"):
                 cases.append((f"{name} n={numel} {mode}", p, numel, mode))
     res = {"exact": _exact_cases(rank, world, cases)}
     res["float"] = _float_cases(rank, world, [(f"{nm} {dt} {m}", p, 999, dt, m)

@@ -3,31 +3,17 @@
 import numpy as np
 import pytest
 
-from reactccl.pattern import PatternBuilder, verify
+from reactccl.pattern import PatternBuilder
 from reactccl.runtime import assemble_trace, block_bounds, chunk_bounds, local_plan, merge_traces
 from reactccl.runtime.layout import RECV, SEND
 from reactccl.runtime.records import LocalRecord
+from runtime_patterns import copy_after_reduce
 
 
 def equal_chunks(collective, n, c, root=None):
     b = PatternBuilder(collective, n, root=root)
     b.chunks([1 / c] * c, [0] * c)
     return b.build()
-
-
-def copy_after_reduce():
-    """3 ranks, one chunk. Rank 0 gets a reduce at step 0 and a copy at step 2;
-    rank 0 sends at step 0 while it receives at step 0."""
-    b = PatternBuilder("allreduce", 3, name="copy-after-reduce")
-    c = b.chunk(1.0, 0)
-    b.flow(0, 0, 1, [c])            # r1 = x0 + x1
-    b.flow(0, 2, 0, [c])            # r0 = x0 + x2 (r0 also sends at step 0: must send x0)
-    b.flow(1, 2, 1, [c])            # r1 = x0 + x1 + x2
-    b.flow(2, 1, 0, [c], "copy")
-    b.flow(2, 1, 2, [c], "copy")
-    p = b.build()
-    verify(p)
-    return p
 
 
 def test_chunk_bounds_round_half_up_and_empty_chunks():
@@ -121,7 +107,7 @@ def test_assemble_and_merge_traces_from_records():
 def _execute(p, numel, rng):
     """Run every rank's LocalPlan with the executor's rules, delivering messages in a random
     order (one at a time, whenever no rank can progress); returns inputs and final states."""
-    from reactccl.runtime.layout import RECV, SEND
+    from reactccl.runtime.layout import SEND
     n = p.num_ranks
     x = [rng.integers(-1000, 1000, numel) for _ in range(n)]
     state = [v.copy() for v in x]

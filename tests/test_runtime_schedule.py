@@ -7,49 +7,10 @@ import numpy as np
 import pytest
 
 from reactccl.algorithms import generate
-from reactccl.pattern import PatternBuilder, verify
-from reactccl.runtime.layout import RECV, SEND, block_bounds, local_plan
+from reactccl.runtime.layout import SEND, block_bounds, local_plan
 from reactccl.runtime.direct import APPLY, SENDS, SENT, WAIT, compile_direct
 from reactccl.runtime.schedule import build_schedule, choose_parts, in_place_receives
-
-
-def _rd_one_chunk(n):
-    b = PatternBuilder("allreduce", n, name="rd-1chunk")
-    c = b.chunk(1.0, 0)
-    for k in range(n.bit_length() - 1):
-        for r in range(n):
-            b.flow(k, r, r ^ (1 << k), [c])
-    p = b.build()
-    verify(p)
-    return p
-
-
-def _copy_after_reduce():
-    b = PatternBuilder("allreduce", 3, name="copy-after-reduce")
-    c = b.chunk(1.0, 0)
-    b.flow(0, 0, 1, [c])
-    b.flow(0, 2, 0, [c])
-    b.flow(1, 2, 1, [c])
-    b.flow(2, 1, 0, [c], "copy")
-    b.flow(2, 1, 2, [c], "copy")
-    p = b.build()
-    verify(p)
-    return p
-
-
-def _write_after_send():
-    """Rank 0 sends its chunk unstaged at step 0 and adds rank 1's value into it at step 1, from a
-    flow that does not depend on the send: the add must wait until the send has left."""
-    b = PatternBuilder("allreduce", 3, name="write-after-send")
-    c = b.chunk(1.0, 0)
-    b.flow(0, 0, 2, [c])
-    b.flow(0, 1, 2, [c])
-    b.flow(1, 1, 0, [c])
-    b.flow(2, 2, 0, [c], "copy")
-    b.flow(2, 2, 1, [c], "copy")
-    p = b.build()
-    verify(p)
-    return p
+from runtime_patterns import copy_after_reduce, rd_one_chunk, write_after_send
 
 
 def _run(p, numel, parts, rng, staging="needed", direct=False):
@@ -170,7 +131,7 @@ CASES = [("ring", 4, {}), ("nccl-tree", 5, {}), ("nccl-tree", 4, {"slices": 3}),
 @pytest.mark.parametrize("numel,parts", [(1, 1), (7, 2), (64, 3), (64, 1)])
 def test_schedules_compute_the_collective_under_adversarial_timing(numel, parts):
     rng = np.random.default_rng(numel * 10 + parts)
-    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [_rd_one_chunk(4), _copy_after_reduce(), _write_after_send()]
+    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [rd_one_chunk(4), copy_after_reduce(), write_after_send()]
     for p in pats:
         for staging, direct, runs in (("needed", False, 10), ("always", False, 2), ("needed", True, 2),
                                      ("needed", "mixed", 4)):
@@ -189,12 +150,12 @@ def test_decisions_on_ring_tree_and_recursive_doubling():
         assert len(s.ops) == 2 * 12 and s.parts == 2
         assert s.send_numel == 0 and s.recv_numel == 3 * 100     # three reduce flows of 100 elements
     # recursive doubling on one chunk sends and receives the chunk in the same step: staged
-    rd = _rd_one_chunk(4)
+    rd = rd_one_chunk(4)
     s = build_schedule(rd, 0, 10)
     assert all(o.staged for o in s.ops)
     # copy-after-reduce: rank 0's copy (step 2) follows its own reduce receive (step 0), which the
     # copy's sender (rank 1) does not depend on: no proof, so it is staged
-    car = _copy_after_reduce()
+    car = copy_after_reduce()
     assert in_place_receives(car, local_plan(car, 0, 10)) == set()
     assert in_place_receives(car, local_plan(car, 2, 10)) == {4}
     # the 'always' schedule stages everything (the executor before these options)
@@ -236,7 +197,7 @@ def test_the_adversarial_network_catches_an_unsafe_in_place_receive(monkeypatch)
     import reactccl.runtime.schedule as sched
     monkeypatch.setattr(sched, "in_place_receives",
                         lambda p, plan: {o.flow for o in plan.recvs if o.op == 1 and len(o.seg_list) == 1})
-    car, rng, wrong = _copy_after_reduce(), np.random.default_rng(0), 0
+    car, rng, wrong = copy_after_reduce(), np.random.default_rng(0), 0
     for _ in range(300):
         x, out = _run(car, 3, 1, rng)
         wrong += any(not np.array_equal(o, np.sum(x, axis=0)) for o in out)
@@ -300,7 +261,7 @@ def _run_direct(p, numel, parts, rng, eager=False):
 @pytest.mark.parametrize("numel,parts", [(1, 1), (7, 2), (64, 1)])
 def test_compiled_direct_programs_compute_the_collective_under_random_delivery(numel, parts):
     rng = np.random.default_rng(numel + parts)
-    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [_rd_one_chunk(4), _copy_after_reduce(), _write_after_send()]
+    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [rd_one_chunk(4), copy_after_reduce(), write_after_send()]
     for p in pats:
         for k in range(6):
             x, out = _run_direct(p, numel, parts, rng, eager=k % 3 == 2)
@@ -336,7 +297,7 @@ def test_a_direct_write_waits_for_the_unstaged_send_of_its_chunk():
     """write-after-send: rank 0's add at step 1 must wait (SENT) for its unstaged step-0 send, or
     rank 2 may be sent x0 + x1 instead of x0; about 3% of random deliveries expose a missing wait,
     so 400 runs miss one with probability ~1e-5."""
-    p = _write_after_send()
+    p = write_after_send()
     steps = [(code, op.flow) for code, op in compile_direct(build_schedule(p, 0, 4, direct=True)).steps]
     assert steps.index((SENT, 0)) < steps.index((APPLY, 2))
     rng = np.random.default_rng(7)
