@@ -13,8 +13,9 @@
   drains every report that is there before it runs what became ready. Posting never blocks,
   so no order of arrivals can deadlock.
 
-A ``direct`` schedule (small messages: the calling thread itself waits for the receives, in
-schedule order) runs the same rule compiled into a fixed order of ops
+A ``direct`` schedule (ranks that receive one flow per step, and every rank up to 64 KiB: the
+calling thread itself waits for the receives, in schedule order, and for sends where the rule
+needs them to have left) runs the same rule compiled into a fixed order of ops
 (:mod:`reactccl.runtime.direct`).
 
 ``run_stepwise`` (NCCL, CUDA tensors; any backend with ``mode="stepwise"``): step after
