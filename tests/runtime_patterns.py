@@ -44,3 +44,19 @@ def rd_one_chunk(n):
     p = b.build()
     verify(p)
     return p
+
+
+def copy_after_two_sends():
+    """Rank 0 sends its chunk to ranks 2 and 1 in step 0, then gets a copy from rank 1 that
+    depends on the second send only: the copy may not land in place while the first send to
+    rank 2 may still be reading the chunk. (Found by a review fuzzing the direct executor.)"""
+    b = PatternBuilder("allreduce", 3, name="copy-after-two-sends")
+    c = b.chunk(1.0, 0)
+    b.flow(0, 0, 2, [c])
+    b.flow(0, 0, 1, [c])
+    b.flow(0, 1, 2, [c])
+    b.flow(0, 2, 1, [c])
+    b.flow(1, 1, 0, [c], "copy")
+    p = b.build()
+    verify(p)
+    return p

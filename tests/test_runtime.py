@@ -204,6 +204,10 @@ def _child_world4(rank, world):
     res["late_send"] = all(
         bool(torch.equal(SlowFlow(rd, slow, 0.4 if rank == 1 else 0.0, timeout=20, **MODES[m])(x.clone()), want))
         for m in ("data", "pooled"))
+    # above 64 KiB the calling thread runs a rank only where its receive times stay exact: every
+    # ring rank; no recursive-doubling rank (its next send waits for the last one to leave)
+    res["direct"] = {name: RCollective(generate(name, 4), timeout=20)._schedule(100_000, 4, False)[1] is not None
+                     for name in ("ring", "recursive-doubling")}
     # clock offsets: one machine -> exactly 0; pretending to be 4 hosts runs the ping-pong,
     # which must find the shared clock (offset ~ 0, error below half a round trip)
     from reactccl.runtime import clock
@@ -296,6 +300,7 @@ def test_send_while_receiving_same_chunk_uses_pre_step_value():
     for res in run_local(_child_world4, 4, timeout=180):
         _check(res)
         assert res["late_send"]
+        assert res["direct"] == {"ring": True, "recursive-doubling": False}
         assert res["offset_same"] == 0.0 and abs(res["offset_pingpong"]) < 0.05
 
 

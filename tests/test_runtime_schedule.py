@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 
 from reactccl.algorithms import generate
-from reactccl.runtime.layout import SEND, block_bounds, local_plan
+from reactccl.runtime.layout import SEND, block_bounds, chunk_bounds, local_plan
 from reactccl.runtime.direct import APPLY, SENDS, SENT, WAIT, compile_direct
-from reactccl.runtime.schedule import build_schedule, choose_parts, in_place_receives
-from runtime_patterns import copy_after_reduce, rd_one_chunk, write_after_send
+from reactccl.runtime.schedule import build_schedule, choose_parts, flow_reaches, in_place_receives
+from runtime_patterns import copy_after_reduce, copy_after_two_sends, rd_one_chunk, write_after_send
 
 
-def _run(p, numel, parts, rng, staging="needed", direct=False):
-    """Every rank's schedule with run_data's rules; returns inputs and final states."""
+def _run(p, numel, parts, rng, staging="needed", eager=False):
+    """Every rank's schedule with run_data's rules; returns inputs and final states. ``eager``:
+    the eager direct schedules (every send staged, no lane waits), on every rank, or on a
+    random half of them with ``"mixed"``."""
     n = p.num_ranks
     x = [rng.integers(-1000, 1000, numel) for _ in range(n)]
     state = [v.copy() for v in x]
@@ -27,11 +29,11 @@ def _run(p, numel, parts, rng, staging="needed", direct=False):
             keep = state[r][b[r]:b[r + 1]].copy()
             state[r][:] = -555_555
             state[r][b[r]:b[r + 1]] = keep
-    if direct == "mixed":       # each rank decides alone whether it runs the direct executor
-        direct = [bool(rng.integers(2)) for _ in range(n)]
-    elif not isinstance(direct, list):
-        direct = [direct] * n
-    sch = [build_schedule(p, r, numel, parts, staging, direct=direct[r]) for r in range(n)]
+    if eager == "mixed":        # each rank decides alone (RCollective: by message size and cap)
+        eager = [bool(rng.integers(2)) for _ in range(n)]
+    elif not isinstance(eager, list):
+        eager = [eager] * n
+    sch = [build_schedule(p, r, numel, parts, staging, direct=eager[r], eager=eager[r]) for r in range(n)]
     recv_of = {(o.flow, o.part): (r, o.index) for r, s in enumerate(sch) for o in s.recvs}
     assert sorted(recv_of) == sorted((o.flow, o.part) for s in sch for o in s.sends)
     st = [[0] * len(s.ops) for s in sch]            # 0 waiting, 1 posted (unstaged send), 2 done
@@ -131,12 +133,13 @@ CASES = [("ring", 4, {}), ("nccl-tree", 5, {}), ("nccl-tree", 4, {"slices": 3}),
 @pytest.mark.parametrize("numel,parts", [(1, 1), (7, 2), (64, 3), (64, 1)])
 def test_schedules_compute_the_collective_under_adversarial_timing(numel, parts):
     rng = np.random.default_rng(numel * 10 + parts)
-    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [rd_one_chunk(4), copy_after_reduce(), write_after_send()]
+    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [rd_one_chunk(4), copy_after_reduce(), write_after_send(),
+                                                          copy_after_two_sends()]
     for p in pats:
-        for staging, direct, runs in (("needed", False, 10), ("always", False, 2), ("needed", True, 2),
-                                     ("needed", "mixed", 4)):
+        for staging, eager, runs in (("needed", False, 10), ("always", False, 2), ("needed", True, 2),
+                                    ("needed", "mixed", 4)):
             for _ in range(runs):
-                x, out = _run(p, numel, parts, rng, staging, direct)
+                x, out = _run(p, numel, parts, rng, staging, eager)
                 _check(p, numel, x, out)
 
 
@@ -261,7 +264,8 @@ def _run_direct(p, numel, parts, rng, eager=False):
 @pytest.mark.parametrize("numel,parts", [(1, 1), (7, 2), (64, 1)])
 def test_compiled_direct_programs_compute_the_collective_under_random_delivery(numel, parts):
     rng = np.random.default_rng(numel + parts)
-    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [rd_one_chunk(4), copy_after_reduce(), write_after_send()]
+    pats = [generate(a, n, **kw) for a, n, kw in CASES] + [rd_one_chunk(4), copy_after_reduce(), write_after_send(),
+                                                          copy_after_two_sends()]
     for p in pats:
         for k in range(6):
             x, out = _run_direct(p, numel, parts, rng, eager=k % 3 == 2)
@@ -304,3 +308,32 @@ def test_a_direct_write_waits_for_the_unstaged_send_of_its_chunk():
     for _ in range(400):
         x, out = _run_direct(p, 4, 1, rng)
         _check(p, 4, x, out)
+
+
+def test_an_in_place_copy_waits_for_every_send_of_the_step_before_it():
+    """copy-after-two-sends: rank 0's copy depends on its second step-0 send only, so landing it in
+    place could overwrite what the first one (to rank 2) still reads: it is staged. About 1% of
+    random deliveries exposed the old rule (the op just before only) in either executor."""
+    p = copy_after_two_sends()
+    assert in_place_receives(p, local_plan(p, 0, 4)) == set()
+    rng = np.random.default_rng(11)
+    for run in (_run, _run_direct):
+        for _ in range(1000):
+            x, out = run(p, 4, 1, rng)
+            _check(p, 4, x, out)
+
+
+def test_a_direct_program_says_whether_its_receive_times_are_exact():
+    """Exact: no SENT before the last WAIT can block. A ring rank's are all for sends that a receive
+    it already waited for depends on; recursive doubling's next send waits for the last one to
+    leave while the next receive may already be there (RCollective then uses waiter threads)."""
+    numel = 1 << 12
+    for name, n, want in (("ring", 4, True), ("ring", 9, True), ("ring-allgather", 6, True),
+                          ("recursive-doubling", 8, False), ("rabenseifner", 8, False)):
+        p = generate(name, n)
+        s = build_schedule(p, 1, numel, direct=True)
+        assert compile_direct(s).exact is None
+        assert compile_direct(s, flow_reaches(p, chunk_bounds(p, numel))).exact is want, name
+    p = generate("ring", 16)        # a spent budget proves nothing
+    s = build_schedule(p, 1, numel, direct=True)
+    assert compile_direct(s, flow_reaches(p, chunk_bounds(p, numel), budget=1)).exact is False

@@ -16,11 +16,14 @@ schedule without data, and writes it down as a list of steps:
 * ``WAIT op``: wait for the receive (bounded by what is left of the call's timeout), note the
   time;
 * ``APPLY op``: add/copy a staged receive into the tensor (an in-place receive needs nothing);
-* ``SENT op``: wait until a send has left, where the rule needs that (before a write of a
-  chunk an unstaged send still reads; before the lane's next send), and for every send at
-  the end.
+* ``SENT op``: wait until a send has left, where the rule needs that (before an add/copy
+  from a staging buffer into a chunk an unstaged send still reads; before the lane's next
+  send), and for every send at the end. A copy received straight into the tensor lands when
+  it arrives, whatever the program does: its safety is :func:`~reactccl.runtime.schedule.in_place_receives`'
+  proof that its data cannot arrive before every send still reading the chunk has left.
 
-An ``eager`` schedule (RCollective's messages up to 64 KiB) stages every send and lets no
+An ``eager`` schedule (RCollective's messages up to 64 KiB, or up to ``direct_bytes`` if that
+is smaller) stages every send and lets no
 send wait for another, so its only ``SENT`` waits are at the end: there a wait in mid-call
 costs more than the copies it saves (measured: nccl-tree at 64 KB took 4.0 ms of CPU per
 call instead of 3.0 ms), and the rule is relaxed to "a send waits only for its data".
@@ -34,8 +37,11 @@ per-chunk order (so the same bits), and no deadlock. Every rank posts all its re
 entry, before any wait, so a ``SENT`` wait needs only the peer to have entered the call;
 and the lowest receive still waited for always has its send posted by its peer (sends
 depend only on receives before them in the same order, and on ``SENT`` waits). A receive's
-end time is when this thread saw it: exact for one receive per step (ring), an upper bound
-where a rank receives several flows in one step. A schedule whose ops could never all run
+end time is when this thread saw it. That is exact (up to the adds/copies in between) when
+the rank receives one flow per step and no ``SENT`` before a ``WAIT`` can block
+(:attr:`DirectProgram.exact`: a ring's are all for sends its earlier receives depend on);
+otherwise it is an upper bound, e.g. where a rank receives several flows in one step, or where
+a slow send of step t holds up the wait for step t+1. A schedule whose ops could never all run
 (not possible for a verified pattern) is refused at the point the data-driven executor
 refused it.
 
@@ -72,19 +78,29 @@ class DirectProgram:
         stuck: the first op the rule could never run (None for a verified pattern).
         arena: the staging buffers the views below were cut from (rebuilt when they change).
         recv_bufs, send_bufs: per op index, its staging view (None where not staged).
+        exact: no ``SENT`` wait before the last ``WAIT`` can block (each is for a send that a
+            receive already waited for depends on, so it has provably left): then every wait
+            for a receive starts no later than the data-driven executor would see it. None
+            when not checked (``compile_direct`` without ``reaches``).
     """
 
     steps: list
     stuck: SliceOp | None
+    exact: bool | None = None
     arena: tuple | None = None
     recv_bufs: dict | None = None
     send_bufs: dict | None = None
 
 
-def compile_direct(sch: Schedule) -> DirectProgram:
+def compile_direct(sch: Schedule, reaches=None) -> DirectProgram:
     """The order in which the data-driven rule runs ``sch``'s ops when receives arrive in the
     order they are waited for (schedule order), with a ``SENT`` wait wherever the rule needs
     a send to have left, and one for every send not yet waited for at the end.
+
+    ``reaches(target, f)`` (:func:`~reactccl.runtime.schedule.flow_reaches`), if given, sets
+    :attr:`DirectProgram.exact`. A ``SENT`` that could block before a ``WAIT`` would delay when
+    that receive is seen, so its end time would be an upper bound: a slow send would look
+    like a slow receive. RCollective runs such a schedule on waiter threads instead.
 
     Raises:
         ValueError: ``sch`` is not a direct schedule.
@@ -144,7 +160,20 @@ def compile_direct(sch: Schedule) -> DirectProgram:
         if done[o.index]:
             leave(o.index)
     stuck = next((o for o in ops if not done[o.index]), None)
-    return DirectProgram(steps, stuck)
+    return DirectProgram(steps, stuck, exact=None if reaches is None else _exact(steps, reaches))
+
+
+def _exact(steps: list, reaches) -> bool:
+    """Whether every ``SENT`` before the last ``WAIT`` is for a send that a receive waited for
+    earlier depends on (see :attr:`DirectProgram.exact`)."""
+    last = max((i for i, (code, _) in enumerate(steps) if code == WAIT), default=-1)
+    waited: list[int] = []
+    for i, (code, op) in enumerate(steps[:last]):
+        if code == WAIT:
+            waited.append(op.flow)
+        elif code == SENT and not any(reaches(op.flow, f) for f in reversed(waited)):
+            return False
+    return True
 
 
 def _views(prog: DirectProgram, sch: Schedule, sbuf: torch.Tensor, rbuf: torch.Tensor) -> None:

@@ -17,12 +17,15 @@ op per part.
   posted as soon as the writes before it in its chunks are applied, straight from the tensor
   unless this rank writes the chunk in the same step (then it is staged: the pre-step value);
   a received part is added/copied in once it arrived and the ops before it in its chunks are
-  done. Waiting: a rank that receives at most one flow per step (every rank of a ring), and
-  every rank for messages up to 64 KiB, waits for its receives and sends on the calling
-  thread, replaying the order of ops compiled once per schedule (:mod:`reactccl.runtime.direct`);
-  other ranks (a tree's inner ranks above 64 KiB, whose receives of one step may arrive in
-  any order) wait on waiter threads (a Gloo request only completes when someone waits on
-  it), whose reports the driver handles in batches, so each receive's end time is exact.
+  done. Waiting: every rank for messages up to 64 KiB, and above that a rank that receives at
+  most one flow per step and whose compiled program provably never blocks a receive's wait
+  on a send (every rank of a ring of up to about 220 ranks, where the proof's budget ends),
+  waits for its receives and sends on the calling thread, replaying the order of ops
+  compiled once per schedule (:mod:`reactccl.runtime.direct`); other ranks (a tree's inner
+  ranks, whose receives of one step may arrive in any order; recursive doubling, whose next
+  send waits for the last one to leave) wait on waiter threads (a Gloo request only completes
+  when someone waits on it), whose reports the driver handles in batches, so each receive's
+  end time is exact.
 * CUDA tensors (NCCL): step by step, a step's sends and receives as one ``batch_isend_irecv``
   group (NCCL's group call, which makes a ring of sends and receives deadlock-free), timed by
   CUDA events. ``mode="stepwise"`` runs this path on Gloo too, which is how CI tests it without
@@ -34,8 +37,9 @@ go in step order: a send starts once its data has arrived and the rank's sends o
 steps in that chunk graph have left; sends of one step go together; chunk graphs run
 concurrently). Both Gloo executors follow it, with one refinement: each pipeline part of a
 chunk graph is a chunk graph of its own (part j of step t+1 may leave while part j+1 of step
-t is in flight, as NCCL's slices do), and one relaxation: messages up to 64 KiB stage every
-send and let no send wait for another ("have left" becomes "have been posted"). The direct
+t is in flight, as NCCL's slices do), and one relaxation: messages run eagerly (up to 64 KiB,
+and up to ``direct_bytes`` if that is smaller) stage every send and let no send wait for
+another ("have left" becomes "have been posted"). The direct
 executor blocks its thread on a lane's earlier sends just before it posts the next one; the
 waiter threads report them instead, so the driver may meanwhile handle other arrivals. The
 step-by-step executor is stricter than
@@ -72,8 +76,8 @@ from ..pattern import CollectivePattern, pattern_digest, verify
 from .clock import clock_offset
 from .direct import compile_direct, run_direct
 from .execute import run_data, run_stepwise
-from .layout import SEND, block_bounds
-from .schedule import Schedule, SliceOp, build_schedule, choose_parts, one_receive_per_step
+from .layout import SEND, block_bounds, chunk_bounds
+from .schedule import Schedule, SliceOp, build_schedule, choose_parts, flow_reaches, one_receive_per_step
 from .waiters import Waiters
 from .records import LocalRecord, assemble_trace, record_from_wire, record_to_wire
 from .wire import all_gather_json
@@ -83,6 +87,7 @@ log = logging.getLogger("reactccl.runtime")
 __all__ = ["RCollective", "FlowTimeoutError", "MismatchError", "pattern_digest", "TAG_BASE"]
 
 TAG_BASE = 1 << 20
+_PROOF_BUDGET = 50_000  # flows the direct executor's exactness proof may look at per schedule (<~0.5 s)
 _TINY = 64 << 10  # bytes: up to here the direct executor is used even where receive times become upper bounds
 _CACHE = 16
 
@@ -138,12 +143,13 @@ class RCollective:
             chunk in the same step or it covers several ranges) or ``"always"`` (every
             send and receive through a buffer, as before these options existed).
         in_place: receive copy flows straight into the tensor where that is safe.
-        direct_bytes: the largest message (bytes) a rank that receives at most one flow
-            per step (ring: exact receive times) runs on the calling thread, with no waiter
+        direct_bytes: the largest message (bytes) run on the calling thread, with no waiter
             threads (:mod:`reactccl.runtime.direct`); None (default) = no limit, 0 = never.
-            Up to 64 KiB every rank does (a receive's end time may then be an upper bound),
-            unless this is 0, with every send staged and no send waiting for another
-            (``eager``, see :mod:`reactccl.runtime.direct`). Measured on 4 Gloo ranks (``bench_runtime.py --ablations``,
+            Up to 64 KiB (or this, if smaller) every rank does, with every send staged and
+            no send waiting for another (``eager``; a receive's end time may then be an
+            upper bound). Above that, only a rank that receives at most one flow per step
+            and whose program is exact (:attr:`~reactccl.runtime.direct.DirectProgram.exact`:
+            ring ranks); the others use waiter threads. Measured on 4 Gloo ranks (``bench_runtime.py --ablations``,
             ``-direct``): most of the 4 B .. 64 KB gain, and at 16 MB about 12% less CPU per
             call than the waiter threads, whose hand-offs cost about what a staging copy of
             every send would.
@@ -334,9 +340,16 @@ class RCollective:
             allowed = not stepwise and cap != 0 and (cap is None or nbytes <= cap)
             tiny = allowed and nbytes <= _TINY     # eager: sends staged, none waits for another
             direct = tiny or (allowed and one_receive_per_step(self._pattern, self.rank))
-            sch = build_schedule(self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise,
-                                 direct=direct, eager=tiny)
-            sch = (sch, compile_direct(sch) if direct else None)
+            args = (self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise)
+            sch, prog = build_schedule(*args, direct=direct, eager=tiny), None
+            if tiny:
+                prog = compile_direct(sch)
+            elif direct:    # only where its receive times stay exact (no SENT can block a WAIT)
+                reaches = flow_reaches(self._pattern, chunk_bounds(self._pattern, numel), _PROOF_BUDGET)
+                prog = compile_direct(sch, reaches)
+                if not prog.exact:
+                    sch, prog = build_schedule(*args), None
+            sch = (sch, prog)
             self._plans[key] = sch
             if len(self._plans) > _CACHE:
                 self._plans.popitem(last=False)

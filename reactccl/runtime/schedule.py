@@ -38,7 +38,7 @@ from ..pattern import CollectivePattern
 from .layout import RECV, SEND, LocalPlan, local_plan
 
 __all__ = ["SliceOp", "Schedule", "build_schedule", "in_place_receives", "choose_parts", "one_receive_per_step",
-           "advance"]
+           "advance", "flow_reaches"]
 
 _MAX_VISIT = 200_000  # flows a safety proof may look at before giving up (then: stage)
 
@@ -135,8 +135,10 @@ def one_receive_per_step(pattern: CollectivePattern, rank: int) -> bool:
     return steps.size == np.unique(steps).size
 
 
-def _reaches(p: CollectivePattern, target: int, f: int, nonempty: np.ndarray, chunks_of) -> bool:
-    """Whether flow ``f`` depends (transitively, through non-empty shared chunks) on ``target``."""
+def _reaches(p: CollectivePattern, target: int, f: int, nonempty: np.ndarray, chunks_of,
+             budget: list | None = None) -> bool:
+    """Whether flow ``f`` depends (transitively, through non-empty shared chunks) on ``target``;
+    False once ``budget[0]`` (flows left to look at, shared by several calls) runs out."""
     ptr, idx = p.dependencies()
     t_step = int(p.step[target])
     seen = {f}
@@ -152,24 +154,20 @@ def _reaches(p: CollectivePattern, target: int, f: int, nonempty: np.ndarray, ch
             seen.add(h)
             if len(seen) > _MAX_VISIT:
                 return False
+            if budget is not None:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return False
             stack.append(h)
     return False
 
 
-def in_place_receives(pattern: CollectivePattern, plan: LocalPlan) -> set[int]:
-    """Flow ids of ``plan``'s copy receives that may be posted at the start straight into the
-    tensor, for the data-driven executor.
-
-    A receive lands whenever its data arrives, so it is safe in place only if its data
-    cannot arrive before this rank is done with the chunk's old value. That holds when, in
-    every one of its chunks' queues, the op before it is a flow that the received flow
-    depends on (transitively, :meth:`CollectivePattern.dependencies`): the data then comes
-    from a chain that started after that op (and so every op before it) was done here. A
-    receive that is first in its queues is safe too (this rank holds nothing there yet).
-    Only single-range copies qualify; everything else is staged.
-    """
-    p = plan
-    bounds = p.bounds
+def flow_reaches(pattern: CollectivePattern, bounds: np.ndarray, budget: int | None = None):
+    """``reaches(target, f)``: whether flow ``f`` depends, transitively through chunks that are
+    non-empty under ``bounds`` (:func:`~reactccl.runtime.layout.chunk_bounds`), on flow
+    ``target`` (so ``f``'s data exists only once ``target`` has been received). False where one
+    proof would look at more than 200,000 flows, or once all calls together looked at more
+    than ``budget`` (None: no total limit), so a caller's cost stays bounded."""
     nonempty = bounds[1:] > bounds[:-1]
     cache: dict[int, set] = {}
 
@@ -180,6 +178,27 @@ def in_place_receives(pattern: CollectivePattern, plan: LocalPlan) -> set[int]:
             s = cache[g] = set(ch[nonempty[ch]].tolist())
         return s
 
+    left = None if budget is None else [int(budget)]
+    return lambda target, f: _reaches(pattern, target, f, nonempty, chunks_of, left)
+
+
+def in_place_receives(pattern: CollectivePattern, plan: LocalPlan) -> set[int]:
+    """Flow ids of ``plan``'s copy receives that may be posted at the start straight into the
+    tensor, for the data-driven executor.
+
+    A receive lands whenever its data arrives, so it is safe in place only if its data
+    cannot arrive before this rank is done with the chunk's old value. That holds when, in
+    every one of its chunks' queues, the op before it is a flow that the received flow
+    depends on (transitively, :meth:`CollectivePattern.dependencies`): the data then comes
+    from a chain that started after that op (and so every op before it) was done here. Where
+    that op is a send, every send of the chunk in the same step must be such a flow: sends of
+    one step may be in flight together, and an unstaged one reads the chunk until it has left
+    (earlier steps' sends have left before, by the lane rule). A receive that is first in its
+    queues is safe too (this rank holds nothing there yet).
+    Only single-range copies qualify; everything else is staged.
+    """
+    p = plan
+    reaches = flow_reaches(pattern, p.bounds)
     ok = set()
     for o in p.recvs:
         if o.op != 1 or len(o.seg_list) != 1:
@@ -188,7 +207,16 @@ def in_place_receives(pattern: CollectivePattern, plan: LocalPlan) -> set[int]:
         for c in o.chunk_list:
             q = p.queues[c]
             k = q.index(o.index)
-            if k and not _reaches(pattern, p.ops[q[k - 1]].flow, o.flow, nonempty, chunks_of):
+            if not k:
+                continue
+            before = [q[k - 1]]
+            prev = p.ops[before[0]]
+            if prev.kind == SEND:       # same-step sends of the chunk may all still be in flight
+                j = k - 2
+                while j >= 0 and p.ops[q[j]].kind == SEND and p.ops[q[j]].step == prev.step:
+                    before.append(q[j])
+                    j -= 1
+            if not all(reaches(p.ops[i].flow, o.flow) for i in before):
                 safe = False
                 break
         if safe:
