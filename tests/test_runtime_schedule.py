@@ -9,7 +9,7 @@ import pytest
 from reactccl.algorithms import generate
 from reactccl.runtime.layout import SEND, block_bounds, chunk_bounds, local_plan
 from reactccl.runtime.direct import APPLY, SENDS, SENT, WAIT, compile_direct
-from reactccl.runtime.schedule import build_schedule, choose_parts, flow_reaches, in_place_receives
+from reactccl.runtime.schedule import build_schedule, choose_parts, flow_reaches, in_place_receives, receives_in_order
 from runtime_patterns import copy_after_reduce, copy_after_two_sends, rd_one_chunk, write_after_send
 
 
@@ -337,3 +337,12 @@ def test_a_direct_program_says_whether_its_receive_times_are_exact():
     p = generate("ring", 16)        # a spent budget proves nothing
     s = build_schedule(p, 1, numel, direct=True)
     assert compile_direct(s, flow_reaches(p, chunk_bounds(p, numel), budget=1)).exact is False
+
+
+def test_receives_in_order_only_from_one_peer_one_per_step():
+    """A ring rank receives from its predecessor only; a double binary tree's ranks from two parents
+    or children (its two trees must progress independently); recursive doubling from a new partner
+    each step."""
+    assert all(receives_in_order(generate("ring", 5), r) for r in range(5))
+    assert not any(receives_in_order(generate("nccl-tree", 4), r) for r in range(4))
+    assert not any(receives_in_order(generate("recursive-doubling", 8), r) for r in range(8))

@@ -17,13 +17,16 @@ op per part.
   posted as soon as the writes before it in its chunks are applied, straight from the tensor
   unless this rank writes the chunk in the same step (then it is staged: the pre-step value);
   a received part is added/copied in once it arrived and the ops before it in its chunks are
-  done. Waiting: every rank for messages up to 64 KiB, and above that a rank that receives at
-  most one flow per step and whose compiled program provably never blocks a receive's wait
-  on a send (every rank of a ring of up to about 220 ranks, where the proof's budget ends),
+  done. Waiting: every rank for messages up to 64 KiB, and above that a rank that receives
+  from one peer only, at most one flow per step
+  (:func:`~reactccl.runtime.schedule.receives_in_order`), and whose compiled program provably
+  never blocks a receive's wait on a send (every rank of a ring of up to about 220 ranks,
+  where the proof's budget ends),
   waits for its receives and sends on the calling thread, replaying the order of ops
   compiled once per schedule (:mod:`reactccl.runtime.direct`); other ranks (a tree's inner
-  ranks, whose receives of one step may arrive in any order; recursive doubling, whose next
-  send waits for the last one to leave) wait on waiter threads (a Gloo request only completes
+  and leaves, whose two chunk graphs must progress independently: waiting for one tree's
+  receive in step order held the other tree's sends back, and on the emulated testbed cost
+  REACT its gain; recursive doubling) wait on waiter threads (a Gloo request only completes
   when someone waits on it), whose reports the driver handles in batches, so each receive's
   end time is exact.
 * CUDA tensors (NCCL): step by step, a step's sends and receives as one ``batch_isend_irecv``
@@ -77,7 +80,7 @@ from .clock import clock_offset
 from .direct import compile_direct, run_direct
 from .execute import run_data, run_stepwise
 from .layout import SEND, block_bounds, chunk_bounds
-from .schedule import Schedule, SliceOp, build_schedule, choose_parts, flow_reaches, one_receive_per_step
+from .schedule import Schedule, SliceOp, build_schedule, choose_parts, flow_reaches, receives_in_order
 from .waiters import Waiters
 from .records import LocalRecord, assemble_trace, record_from_wire, record_to_wire
 from .wire import all_gather_json
@@ -147,8 +150,8 @@ class RCollective:
             threads (:mod:`reactccl.runtime.direct`); None (default) = no limit, 0 = never.
             Up to 64 KiB (or this, if smaller) every rank does, with every send staged and
             no send waiting for another (``eager``; a receive's end time may then be an
-            upper bound). Above that, only a rank that receives at most one flow per step
-            and whose program is exact (:attr:`~reactccl.runtime.direct.DirectProgram.exact`:
+            upper bound). Above that, only a rank that receives from one peer, at most one
+            flow per step, and whose program is exact (:attr:`~reactccl.runtime.direct.DirectProgram.exact`:
             ring ranks); the others use waiter threads. Measured on 4 Gloo ranks (``bench_runtime.py --ablations``,
             ``-direct``): most of the 4 B .. 64 KB gain, and at 16 MB about 12% less CPU per
             call than the waiter threads, whose hand-offs cost about what a staging copy of
@@ -339,7 +342,7 @@ class RCollective:
             cap = self.direct_bytes
             allowed = not stepwise and cap != 0 and (cap is None or nbytes <= cap)
             tiny = allowed and nbytes <= _TINY     # eager: sends staged, none waits for another
-            direct = tiny or (allowed and one_receive_per_step(self._pattern, self.rank))
+            direct = tiny or (allowed and receives_in_order(self._pattern, self.rank))
             args = (self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise)
             sch, prog = build_schedule(*args, direct=direct, eager=tiny), None
             if tiny:

@@ -38,7 +38,7 @@ from ..pattern import CollectivePattern
 from .layout import RECV, SEND, LocalPlan, local_plan
 
 __all__ = ["SliceOp", "Schedule", "build_schedule", "in_place_receives", "choose_parts", "one_receive_per_step",
-           "advance", "flow_reaches"]
+           "advance", "flow_reaches", "receives_in_order"]
 
 _MAX_VISIT = 200_000  # flows a safety proof may look at before giving up (then: stage)
 
@@ -133,6 +133,16 @@ def one_receive_per_step(pattern: CollectivePattern, rank: int) -> bool:
     receives in step order sees each one arrive when it does: exact receive times)."""
     steps = pattern.step[pattern.dst == rank]
     return steps.size == np.unique(steps).size
+
+
+def receives_in_order(pattern: CollectivePattern, rank: int) -> bool:
+    """Whether ``rank`` receives from one peer only, at most one flow per step. Then its
+    receives share one connection and arrive in the peer's posting order, so a thread that
+    waits for them in step order is never held up by one while a later one is already there
+    and could feed a send (a ring's ranks; not a tree's, whose two chunk graphs reach a rank
+    from two parents and must progress independently)."""
+    mine = pattern.dst == rank
+    return one_receive_per_step(pattern, rank) and np.unique(pattern.src[mine]).size <= 1
 
 
 def _reaches(p: CollectivePattern, target: int, f: int, nonempty: np.ndarray, chunks_of,
