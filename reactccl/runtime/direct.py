@@ -38,7 +38,7 @@ entry, before any wait, so a ``SENT`` wait needs only the peer to have entered t
 and the lowest receive still waited for always has its send posted by its peer (sends
 depend only on receives before them in the same order, and on ``SENT`` waits). A receive's
 end time is when this thread saw it. That is exact (up to the adds/copies in between) when
-the rank receives one flow per step and no ``SENT`` before a ``WAIT`` can block
+the rank receives from one peer, one flow per step, and no ``SENT`` before a ``WAIT`` can block
 (:attr:`DirectProgram.exact`: a ring's are all for sends its earlier receives depend on);
 otherwise it is an upper bound, e.g. where a rank receives several flows in one step, or where
 a slow send of step t holds up the wait for step t+1. A schedule whose ops could never all run

@@ -42,11 +42,11 @@ concurrently). Both Gloo executors follow it, with one refinement: each pipeline
 chunk graph is a chunk graph of its own (part j of step t+1 may leave while part j+1 of step
 t is in flight, as NCCL's slices do), and one relaxation: messages run eagerly (up to 64 KiB,
 and up to ``direct_bytes`` if that is smaller) stage every send and let no send wait for
-another ("have left" becomes "have been posted"). The direct
-executor blocks its thread on a lane's earlier sends just before it posts the next one; the
-waiter threads report them instead, so the driver may meanwhile handle other arrivals. The
-step-by-step executor is stricter than
-the rule: a step starts when all of this rank's previous step is done, across chunk graphs.
+another ("have left" becomes "have been posted"). The direct executor blocks its thread on
+a lane's earlier sends just before it posts the next one; the waiter threads report them
+instead, so the driver may meanwhile handle other arrivals. The step-by-step executor is
+stricter than the rule: a step starts when all of this rank's previous step is done, across
+chunk graphs.
 
 Exactness: integer dtypes give exactly ``dist.all_reduce``'s result. Floats
 (float32/float16/bfloat16) are summed in the tensor's dtype, each (rank,
@@ -153,7 +153,7 @@ class RCollective:
             upper bound). Above that, only a rank that receives from one peer, at most one
             flow per step, and whose program is exact (:attr:`~reactccl.runtime.direct.DirectProgram.exact`:
             ring ranks); the others use waiter threads. Measured on 4 Gloo ranks (``bench_runtime.py --ablations``,
-            ``-direct``): most of the 4 B .. 64 KB gain, and at 16 MB about 12% less CPU per
+            ``-direct``): most of the 4 B .. 64 KB gain, and at 16 MB 7-12% less CPU per
             call than the waiter threads, whose hand-offs cost about what a staging copy of
             every send would.
 
@@ -343,15 +343,16 @@ class RCollective:
             allowed = not stepwise and cap != 0 and (cap is None or nbytes <= cap)
             tiny = allowed and nbytes <= _TINY     # eager: sends staged, none waits for another
             direct = tiny or (allowed and receives_in_order(self._pattern, self.rank))
-            args = (self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise)
-            sch, prog = build_schedule(*args, direct=direct, eager=tiny), None
+            sch = build_schedule(self._pattern, self.rank, numel, parts, self.staging, self.in_place, stepwise,
+                                 direct=direct, eager=tiny)
+            prog = None
             if tiny:
                 prog = compile_direct(sch)
             elif direct:    # only where its receive times stay exact (no SENT can block a WAIT)
                 reaches = flow_reaches(self._pattern, chunk_bounds(self._pattern, numel), _PROOF_BUDGET)
                 prog = compile_direct(sch, reaches)
-                if not prog.exact:
-                    sch, prog = build_schedule(*args), None
+                if not prog.exact:      # the same schedule, run on waiter threads
+                    sch.direct, prog = False, None
             sch = (sch, prog)
             self._plans[key] = sch
             if len(self._plans) > _CACHE:
