@@ -8,7 +8,8 @@ Four copies of one small MLP (same initial weights) are wrapped in DDP on the sa
 ``plain`` (DDP's own AllReduce hook), ``react-off`` (``enable_react(model, react=False)``:
 our asynchronous hook, static pattern), ``sync-off`` (the same with the hook as it was before:
 the collective inside the hook, a completed future) and ``react-on`` (``enable_react(model)``: REACT's
-tuner and default controller, no congestion). Every step each model runs one training step
+tuner and default controller, no congestion; ``react-on/every=1`` the same with a control-plane
+round after every epoch instead of every ``DEFAULT_EVERY``). Every step each model runs one training step
 (forward, backward, SGD update) in an order shuffled per step (``bench/_stats.rep_order``), after a barrier; the step's time is the
 slowest rank's. It prints the median step time of each and its ratio to ``plain`` as
 ``median [95% CI]`` (per step: the model's step over ``plain``'s step of the same round and step
@@ -70,6 +71,8 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
     models["sync-off"].register_comm_hook(sync, _sync_hook)
     models["react-on"] = DDP(_net(width), bucket_cap_mb=bucket_mb)
     on = rt.enable_react(models["react-on"], algorithm=algorithm, timeout=120)
+    models["react-on/every=1"] = DDP(_net(width), bucket_cap_mb=bucket_mb)   # a control round every epoch
+    on1 = rt.enable_react(models["react-on/every=1"], algorithm=algorithm, timeout=120, every=1)
     olds = []
     if old is not None:
         old_enable, = load_old(old[1], "torch.enable_react")
@@ -110,10 +113,11 @@ def _child(rank: int, world: int, steps: int, rounds: int, width: int, bucket_mb
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine)
     res = dict(times=per_round, cpu={k: statistics.median(v) for k, v in cpu.items()}, changes=len(on.changes),
+               changes_every1=len(on1.changes),
                changes_before=len(olds[1].changes) if olds and hasattr(olds[1], "changes") else None, epochs=on.epoch, buckets=buckets, params=params,
                identical=all(torch.equal(e, every[0]) for e in every),
                log=on.tuner.controller.decisions.report() if rank == 0 and on.tuner and on.tuner.controller else "")
-    for state in (on, off, sync, *olds):
+    for state in (on, on1, off, sync, *olds):
         state.close()
     return res
 
@@ -156,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     print("CPU/step: process CPU of every thread of all ranks together, median (less moved by other jobs than "
           "the step time)")
     before = "" if r0["changes_before"] is None else f" ({r0['changes_before']} at {args.before})"
-    print(f"REACT on: {r0['changes']} pattern change(s){before} in {r0['epochs']} epochs; parameters identical on "
+    print(f"REACT on: {r0['changes']} pattern change(s){before}, {r0['changes_every1']} with every=1, in "
+          f"{r0['epochs']} epochs; parameters identical on "
           f"all ranks: {all(r['identical'] for r in res)}")
     if r0["log"]:
         print("REACT on, rank 0's decision log:\n" + r0["log"])

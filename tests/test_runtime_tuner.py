@@ -102,6 +102,58 @@ def test_pattern_changes_apply_at_the_announced_epoch_on_every_rank():
     assert [g for _, g in seen] == d[:18]                  # traces carry the pattern that ran
 
 
+class _Decision:
+    def __init__(self, pattern, effective_epoch):
+        self.pattern, self.effective_epoch = pattern, effective_epoch
+
+
+class DecideOnEpoch:
+    """Answers the trace of epoch ``at`` with the pattern shifted by one rank, effective
+    ``apply_delay`` epochs after the next one (as ``ReactController`` does)."""
+
+    def __init__(self, pattern, at, apply_delay=5):
+        self.pattern, self.at, self.apply_delay = pattern, at, apply_delay
+
+    def observe(self, trace):
+        if trace.epoch != self.at:
+            return None
+        n = self.pattern.num_ranks
+        return _Decision(self.pattern.relabel(np.roll(np.arange(n), 1)), trace.epoch + 1 + self.apply_delay)
+
+
+def _child_default_every(rank, world):
+    ring = generate("ring", world)
+    # epoch 3 opens round 1 of 3 epochs (the default every); the decision on it takes effect at 9
+    ar = ReactAllReduce(algorithm=ring, controller=DecideOnEpoch(ring, at=3), timeout=20)
+    digests, ok = _epochs(ar, rank, 12)
+    ar.close()
+    return dict(digests=digests, ok=ok, every=ar.tuner.every, delay=ar.tuner.delay, frozen=ar.tuner.frozen,
+                changes=[(a.round, a.epoch) for a in ar.changes], first=pattern_digest(ring))
+
+
+def test_default_rounds_announce_a_decision_on_a_rounds_first_epoch_in_time():
+    res = run_local(_child_default_every, 3, timeout=180)
+    for r in res:
+        assert (r["every"], r["delay"]) == (3, 3)           # apply_delay 5 + 1 - every 3
+        assert all(r["ok"]) and not r["frozen"], r["frozen"]
+        assert r["changes"] == [(1, 9)]
+        assert r["digests"][:9] == [r["first"]] * 9 and r["first"] not in r["digests"][9:]
+        assert r["digests"] == res[0]["digests"]
+
+
+def _child_too_many(rank, world):
+    try:
+        ReactAllReduce(algorithm="ring", params={"apply_delay": 1}, every=3, timeout=20)
+    except ValueError as e:
+        return str(e)
+    return "no error"
+
+
+def test_rounds_longer_than_the_apply_delay_allows_are_refused():
+    res = run_local(_child_too_many, 2, timeout=60)
+    assert all("every=3" in m and "apply_delay + 1 = 2" in m for m in res), res
+
+
 def test_leader_failure_keeps_last_pattern_and_says_so():
     res = run_local(_child_broken, 3, timeout=120)
     for r in res:

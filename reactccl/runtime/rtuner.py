@@ -101,8 +101,10 @@ class RTuner:
         leader: rank (in ``rc.group``) of the leader; 0 by default.
         every: epochs per control-plane round (1: the records of each epoch go to the
             leader right after it; REACT's batch B is the controller's own setting).
-        delay: epochs between the end of a round and its deadline (REACT's
-            ``apply_delay``; must not exceed the controller's).
+        delay: epochs between the end of a round and its deadline. A controller that makes a
+            decision on epoch e effective at e + 1 + ``apply_delay`` (REACT's, §6.3) needs
+            ``delay <= apply_delay + 1 - every``, else a decision on a round's first epoch is
+            refused (and tuning frozen); :class:`reactccl.torch.ReactAllReduce` sets that.
         timeout: seconds for each control-plane exchange and for the training thread's
             bounded wait on a late announcement.
         control_ifname: network interface the control group's Gloo pairs listen on (sets

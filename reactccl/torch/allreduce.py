@@ -28,7 +28,13 @@ from ..runtime.faults import BrokenGroup
 from ..runtime.rcollective import RCollective
 from ..runtime.rtuner import RTuner
 
-__all__ = ["ReactAllReduce", "default_controller"]
+__all__ = ["ReactAllReduce", "default_controller", "DEFAULT_EVERY"]
+
+#: Epochs per control-plane round by default. Each round costs every rank a gather and a
+#: broadcast on the control group, and the leader the decoding; batching three epochs cuts the
+#: rounds' CPU to a third, while the decisions' effective epochs (the controller's
+#: ``apply_delay``) stay as they are. The ranks then have 3 epochs, not 5, to learn a decision.
+DEFAULT_EVERY = 3
 
 
 def default_controller(pattern: CollectivePattern, params=None):
@@ -73,10 +79,16 @@ class ReactAllReduce:
             default :func:`default_controller`. Only the leader calls it.
         params: ``reactccl.tuner.ReactParams`` for the default controller (B, δ1, δ2, ...,
             ``apply_delay``), or a mapping of its fields (checked on every rank).
-        every: epochs per control-plane round (:class:`RTuner`; 1 = records go to the leader
-            after every epoch).
-        delay: the RTuner's delay (default ``params.apply_delay``, REACT's 5 epochs; give the
-            same value on every rank, at most the controller's).
+        every: epochs per control-plane round (:class:`RTuner`; 1 = the records go to the
+            leader after every epoch). Default: :data:`DEFAULT_EVERY` (3) epochs in one exchange,
+            or ``params.apply_delay`` if that is smaller (at least 1), so the ranks keep at least
+            one epoch to learn a decision. Fewer rounds cost less CPU (``bench/bench_ddp.py``
+            shows ``every=1`` beside the default); the epoch a decision takes effect is the
+            controller's either way.
+        delay: the RTuner's delay (default ``params.apply_delay + 1 - every``: the latest
+            deadline at which a decision made on any epoch of a round, effective
+            ``apply_delay + 1`` epochs later, is still announced in time; REACT's 5 epochs
+            with ``every=1``). Give the same value on every rank.
         leader, control_ifname: see :class:`RTuner` (rank 0 by default).
         timeout: seconds any data-plane wait may take (:class:`RCollective`).
         control_timeout: seconds for control-plane exchanges (default ``timeout``).
@@ -92,6 +104,8 @@ class ReactAllReduce:
             together with generator options.
         PatternError: the pattern file is malformed or does not verify.
         RuntimeError: torch.distributed is not initialised, or no controller is available.
+        ValueError: ``every`` above ``params.apply_delay + 1`` with no ``delay`` given (a
+            decision early in a round could not be announced before its epoch).
         TypeError, ValueError: ``params`` is a mapping that ``ReactParams`` refuses (every rank
             raises it).
 
@@ -105,7 +119,7 @@ class ReactAllReduce:
     """
 
     def __init__(self, group=None, algorithm: str | CollectivePattern = "nccl-tree", react: bool = True, *,
-                 controller=None, params=None, every: int = 1, delay: int | None = None, leader: int = 0,
+                 controller=None, params=None, every: int | None = None, delay: int | None = None, leader: int = 0,
                  timeout: float = 60.0, control_timeout: float | None = None, control_ifname: str | None = None,
                  average: bool = False, check: str = "change", pattern=None, **options) -> None:
         if not dist.is_initialized():
@@ -134,8 +148,15 @@ class ReactAllReduce:
                 ctrl = controller if controller is not None else (lambda p: default_controller(p, params))
                 if isinstance(ctrl, type) or not hasattr(ctrl, "observe"):
                     ctrl = ctrl(pattern)
+            apply_delay = getattr(params, "apply_delay", 5)
+            if every is None:
+                every = max(1, min(DEFAULT_EVERY, apply_delay))
             if delay is None:
-                delay = getattr(params, "apply_delay", 5)
+                delay = apply_delay + 1 - every
+                if delay < 0:
+                    raise ValueError(f"ReactAllReduce: every={every} epochs per round is more than the controller's "
+                                     f"apply_delay + 1 = {apply_delay + 1}; a decision early in a round could not "
+                                     "reach the ranks before its epoch (give a smaller every)")
             self.tuner = RTuner(self.rc, ctrl, leader=leader, every=every, delay=delay,
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
         self.epoch = 0
