@@ -10,9 +10,10 @@ local decision <= 0.5 s at 64 ranks, <= 5 s at 256, warm); then the time of :fun
 (verify every candidate; estimated from a sample of 200 candidates) for 64 and 256 ranks; then
 REACT's overhead with no congestion on the simulator (8-rank tree, 20 MB, star, 100 epochs);
 with ``--gloo EPOCHS``, REACT on real ranks with no congestion (4 Gloo processes on localhost,
-ring and nccl-tree, 4 MB): the pattern changes it made (target 0) and the mean time of the last
-half of the epochs with REACT on against off and against the control plane alone (a controller
-that never decides), in one run (the machine's own noise is in all three).
+ring and nccl-tree, 4 MB): the pattern changes it made (target 0, and its decision log if any)
+and, over the last half of the epochs, the per-epoch paired ratio of REACT on to off and of the
+control plane alone (a controller that never decides) to off, the three arms interleaved epoch by
+epoch on one group (target |gain| <= 0.5%: on/off within 1 +- 0.005).
 """
 
 from __future__ import annotations
@@ -90,38 +91,54 @@ class _NullController:
         return None
 
 
-def _gloo_child(rank: int, world: int, algorithm: str, epochs: int, react, null: bool = False):
+def _gloo_child(rank: int, world: int, algorithm: str, epochs: int):
     import torch
+    import torch.distributed as dist
+
+    from _stats import rep_order
     from reactccl.torch import ReactAllReduce
-    ar = ReactAllReduce(algorithm=algorithm, react=react, timeout=60, **({"controller": _NullController} if null else {}))
+    arms = {"off": ReactAllReduce(algorithm=algorithm, react=False, timeout=60),
+            "on": ReactAllReduce(algorithm=algorithm, timeout=60),
+            "control": ReactAllReduce(algorithm=algorithm, controller=_NullController, timeout=60)}
     x = torch.ones(1 << 20)                 # 4 MB of float32
-    times = []
-    for _ in range(epochs):
-        t0 = time.perf_counter()
-        ar(x)
-        times.append(time.perf_counter() - t0)
-    changes = len(ar.changes) if react else 0
-    ctrl = getattr(ar.tuner, "controller", None) if react else None
-    searches = (getattr(ctrl, "searches", 0), getattr(ctrl, "triggers", [])) if rank == 0 else (0, [])
-    ar.close()
-    return changes, times, searches
+    times = {k: [] for k in arms}
+    for e in range(epochs):                 # the three arms in a shuffled order per epoch, after a barrier
+        for k in rep_order(list(arms), 0, e):
+            dist.barrier()
+            t0 = time.perf_counter()
+            arms[k](x)
+            mine = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+            dist.all_reduce(mine, op=dist.ReduceOp.MAX)      # the slowest rank's time
+            times[k].append(float(mine))
+    on = arms["on"]
+    ctrl = on.tuner.controller if rank == 0 else None
+    out = dict(times=times, changes=len(on.changes),
+               searches=(getattr(ctrl, "searches", 0), getattr(ctrl, "triggers", [])) if ctrl else (0, []),
+               log=ctrl.decisions.report() if ctrl is not None and on.changes else "")
+    for ar in arms.values():
+        ar.close()
+    return out
 
 
 def gloo(epochs: int) -> None:
+    """REACT on real ranks with no congestion: three arms on one group, timed epoch by epoch in a
+    shuffled order (``bench/_stats.rep_order``), so the machine's load moves all three alike; the
+    ratios are the median of per-epoch paired ratios with a 95% interval (``bench/_stats.py``)."""
+    from _stats import format_ci, median_ci, paired_ratios
     from reactccl.runtime.local import run_local
-    print(f"\nno congestion on Gloo (4 processes, localhost, 4 MB, {epochs} epochs): REACT on vs off")
+    half = epochs // 2
+    print(f"\nno congestion on Gloo (4 processes, localhost, 4 MB, {epochs} epochs, the arms interleaved): "
+          f"REACT on and the control plane alone (a controller that never decides) against off, "
+          f"epochs {half}..{epochs - 1}")
     for algorithm in ("ring", "nccl-tree"):
-        off = run_local(_gloo_child, 4, algorithm, epochs, False, timeout=600)
-        on = run_local(_gloo_child, 4, algorithm, epochs, True, timeout=600)
-        null = run_local(_gloo_child, 4, algorithm, epochs, True, True, timeout=600)
-        half = epochs // 2
-        t_off = float(np.mean([np.mean(t[half:]) for _, t, _ in off]))
-        t_on = float(np.mean([np.mean(t[half:]) for _, t, _ in on]))
-        t_null = float(np.mean([np.mean(t[half:]) for _, t, _ in null]))
-        print(f"  {algorithm:10} pattern changes {max(c for c, _, _ in on)}, searches {on[0][2][0]} {on[0][2][1][:4]}, "
-              f"mean time epochs {half}..{epochs - 1}: "
-              f"off {t_off * 1e3:.2f} ms, on {t_on * 1e3:.2f} ms ({100 * (t_off / t_on - 1):+.1f}% gain), "
-              f"control plane only (a controller that never decides) {t_null * 1e3:.2f} ms")
+        res = run_local(_gloo_child, 4, algorithm, epochs, timeout=1200)
+        t = res[0]["times"]
+        ratio = {k: median_ci(paired_ratios([t[k][half:]], [t["off"][half:]])) for k in ("on", "control")}
+        print(f"  {algorithm:10} pattern changes {res[0]['changes']}, searches {res[0]['searches'][0]} "
+              f"{res[0]['searches'][1][:4]}; off {np.median(t['off'][half:]) * 1e3:.2f} ms, "
+              f"on/off {format_ci(*ratio['on'], digits=3)}, control/off {format_ci(*ratio['control'], digits=3)}")
+        if res[0]["log"]:
+            print("    " + res[0]["log"].replace("\n", "\n    "))
 
 
 def main() -> None:
