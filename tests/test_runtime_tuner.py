@@ -141,17 +141,36 @@ def test_default_rounds_announce_a_decision_on_a_rounds_first_epoch_in_time():
         assert r["digests"] == res[0]["digests"]
 
 
-def _child_too_many(rank, world):
+def _child_too_late(rank, world):
+    out = []
+    for kw in (dict(params={"apply_delay": 1}, every=3), dict(delay=5)):   # the second: every=3, delay 5 > 3
+        try:
+            ReactAllReduce(algorithm="ring", timeout=20, **kw)
+            out.append("no error")
+        except ValueError as e:
+            out.append(str(e))
+    return out
+
+
+def test_rounds_and_delays_the_apply_delay_does_not_allow_are_refused():
+    res = run_local(_child_too_late, 2, timeout=60)
+    for longer, later in res:
+        assert "every=3" in longer and "apply_delay + 1 = 2" in longer, longer
+        assert "delay=5 with every=3" in later and "= 3" in later, later
+
+
+def _child_disagree(rank, world):
     try:
-        ReactAllReduce(algorithm="ring", params={"apply_delay": 1}, every=3, timeout=20)
+        ReactAllReduce(algorithm="ring", timeout=20, every=2 if rank == 0 else 3)
     except ValueError as e:
         return str(e)
     return "no error"
 
 
-def test_rounds_longer_than_the_apply_delay_allows_are_refused():
-    res = run_local(_child_too_many, 2, timeout=60)
-    assert all("every=3" in m and "apply_delay + 1 = 2" in m for m in res), res
+def test_ranks_with_different_rounds_all_refuse_to_start():
+    res = run_local(_child_disagree, 3, timeout=60)
+    assert all("disagree on (every, delay, leader)" in m and "(2, 4, 0)" in m and "(3, 3, 0)" in m
+               for m in res), res
 
 
 def test_leader_failure_keeps_last_pattern_and_says_so():

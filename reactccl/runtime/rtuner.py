@@ -6,8 +6,8 @@ the workers send the timing records of those epochs to the leader
 per epoch, feeds them to the REACT controller in epoch order (the controller
 keeps its own batches of B epochs, REACT §5.4), and broadcasts an
 announcement: "keep", or "pattern version v from epoch E on". E is the
-decision's ``effective_epoch`` (REACT's controller sets it ``apply_delay`` = 5
-epochs after the epoch it decided on, §6.3), or else the round's deadline.
+decision's ``effective_epoch`` (REACT's controller sets it to e + 1 + ``apply_delay`` for a
+decision on epoch e, ``apply_delay`` = 5 epochs by default, §6.3), or else the round's deadline.
 Training goes on with the old pattern meanwhile and never waits for it.
 
 Agreement: round k's deadline is ``(k+1)*every + delay``. Before a rank
@@ -66,7 +66,7 @@ from ..pattern import CollectivePattern, dumps, loads, verify
 from .listen import control_interface
 from .rcollective import RCollective, pattern_digest
 from .records import LocalRecord, assemble_trace, merge_traces, record_from_wire, record_to_wire
-from .wire import MessageError, broadcast_json, gather_json
+from .wire import MessageError, all_gather_json, broadcast_json, gather_json
 
 __all__ = ["RTuner", "ControlPlaneError", "Announcement"]
 
@@ -114,7 +114,9 @@ class RTuner:
             ``""``: torch's own choice (the host name's address).
 
     Raises:
-        ValueError: bad every/delay/leader, or no controller on the leader.
+        ValueError: bad every/delay/leader, no controller on the leader, or ranks that were given
+            different every/delay/leader (checked over the control group when it is created: every
+            rank raises).
     """
 
     def __init__(self, rc: RCollective, controller=None, leader: int = 0, every: int = 1, delay: int = 5,
@@ -146,6 +148,12 @@ class RTuner:
                     else:
                         os.environ["GLOO_SOCKET_IFNAME"] = old
         self._leader_global = ranks[leader]
+        settings = all_gather_json([every, delay, leader], group=self.group)
+        if any(x != settings[0] for x in settings):
+            dist.destroy_process_group(self.group)
+            raise ValueError(f"RTuner: the ranks disagree on (every, delay, leader): "
+                             f"{ {r: tuple(x) for r, x in enumerate(settings)} }; give every rank the same "
+                             "(with ReactAllReduce, the same params: its apply_delay sets every and delay)")
         rc.sync_clock(self.group)
         self.version = 0
         self.frozen = ""
@@ -343,7 +351,7 @@ class RTuner:
         if epoch < self.deadline(k):
             raise ControlPlaneError(f"the controller wants the new pattern from epoch {epoch}, but ranks only "
                                     f"learn of round {k} by epoch {self.deadline(k)} (every={self.every}, "
-                                    f"delay={self.delay}); give the RTuner a delay <= the controller's")
+                                    f"delay={self.delay}); give the RTuner a delay <= the controller's apply_delay + 1 - every")
         verify(pattern)
         return {"kind": "change", "version": self.version + 1, "epoch": epoch, "pattern": dumps(pattern)}
 

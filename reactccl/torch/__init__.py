@@ -7,7 +7,7 @@ Importing this package imports PyTorch (absolute ``import torch`` inside it is
 PyTorch itself, not this package).
 """
 
-from .allreduce import ReactAllReduce, default_controller
+from .allreduce import DEFAULT_EVERY, ReactAllReduce, default_controller
 from .ddp import enable_react, react_hook
 
-__all__ = ["ReactAllReduce", "default_controller", "enable_react", "react_hook"]
+__all__ = ["ReactAllReduce", "default_controller", "enable_react", "react_hook", "DEFAULT_EVERY"]

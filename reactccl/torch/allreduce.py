@@ -31,9 +31,10 @@ from ..runtime.rtuner import RTuner
 __all__ = ["ReactAllReduce", "default_controller", "DEFAULT_EVERY"]
 
 #: Epochs per control-plane round by default. Each round costs every rank a gather and a
-#: broadcast on the control group, and the leader the decoding; batching three epochs cuts the
-#: rounds' CPU to a third, while the decisions' effective epochs (the controller's
-#: ``apply_delay``) stay as they are. The ranks then have 3 epochs, not 5, to learn a decision.
+#: broadcast on the control group; batching three epochs cuts those to a third and the control
+#: plane's CPU about in half (the leader still decodes and judges every epoch), while the
+#: decisions' effective epochs (the controller's ``apply_delay``) stay as they are. With
+#: REACT's ``apply_delay`` of 5 the ranks then have 3 epochs, not 5, to learn a decision.
 DEFAULT_EVERY = 3
 
 
@@ -82,13 +83,14 @@ class ReactAllReduce:
         every: epochs per control-plane round (:class:`RTuner`; 1 = the records go to the
             leader after every epoch). Default: :data:`DEFAULT_EVERY` (3) epochs in one exchange,
             or ``params.apply_delay`` if that is smaller (at least 1), so the ranks keep at least
-            one epoch to learn a decision. Fewer rounds cost less CPU (``bench/bench_ddp.py``
+            one epoch to learn a decision where ``apply_delay >= 1``. Fewer rounds cost less CPU (``bench/bench_ddp.py``
             shows ``every=1`` beside the default); the epoch a decision takes effect is the
             controller's either way.
         delay: the RTuner's delay (default ``params.apply_delay + 1 - every``: the latest
             deadline at which a decision made on any epoch of a round, effective
             ``apply_delay + 1`` epochs later, is still announced in time; REACT's 5 epochs
-            with ``every=1``). Give the same value on every rank.
+            with ``every=1``); a larger one is refused. ``every``, ``delay`` and ``params`` must
+            be the same on every rank (the RTuner checks every and delay and raises otherwise).
         leader, control_ifname: see :class:`RTuner` (rank 0 by default).
         timeout: seconds any data-plane wait may take (:class:`RCollective`).
         control_timeout: seconds for control-plane exchanges (default ``timeout``).
@@ -104,8 +106,10 @@ class ReactAllReduce:
             together with generator options.
         PatternError: the pattern file is malformed or does not verify.
         RuntimeError: torch.distributed is not initialised, or no controller is available.
-        ValueError: ``every`` above ``params.apply_delay + 1`` with no ``delay`` given (a
-            decision early in a round could not be announced before its epoch).
+        ValueError: ``every`` above ``params.apply_delay + 1``, or ``delay`` above
+            ``params.apply_delay + 1 - every`` (a decision early in a round could not be announced
+            before its epoch, and tuning would freeze at the first one); ranks given different
+            ``every``/``delay``.
         TypeError, ValueError: ``params`` is a mapping that ``ReactParams`` refuses (every rank
             raises it).
 
@@ -151,12 +155,17 @@ class ReactAllReduce:
             apply_delay = getattr(params, "apply_delay", 5)
             if every is None:
                 every = max(1, min(DEFAULT_EVERY, apply_delay))
+            latest = apply_delay + 1 - every
+            if latest < 0:
+                raise ValueError(f"ReactAllReduce: every={every} epochs per round is more than the controller's "
+                                 f"apply_delay + 1 = {apply_delay + 1}; a decision early in a round could not "
+                                 "reach the ranks before its epoch (give a smaller every)")
             if delay is None:
-                delay = apply_delay + 1 - every
-                if delay < 0:
-                    raise ValueError(f"ReactAllReduce: every={every} epochs per round is more than the controller's "
-                                     f"apply_delay + 1 = {apply_delay + 1}; a decision early in a round could not "
-                                     "reach the ranks before its epoch (give a smaller every)")
+                delay = latest
+            elif delay > latest:
+                raise ValueError(f"ReactAllReduce: delay={delay} with every={every} puts a round's deadline after "
+                                 f"the epoch a decision on its first epoch takes effect (apply_delay {apply_delay} "
+                                 f"+ 1 epochs later); give delay <= apply_delay + 1 - every = {latest}")
             self.tuner = RTuner(self.rc, ctrl, leader=leader, every=every, delay=delay,
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
         self.epoch = 0
