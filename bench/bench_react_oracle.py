@@ -1,6 +1,7 @@
 """REACT against two oracles on small jobs, all judged on the same seeded epochs.
 
-Usage: python bench/bench_react_oracle.py [--quick] [--jobs 2] [--only NAME ...] [--params K=V ...]
+Usage: python bench/bench_react_oracle.py [--quick] [--jobs 2] [--held-out 200] [--only NAME ...]
+       [--params K=V ...]
 
 For each scenario (8-rank jobs unless named otherwise, 20 MB AllReduce):
 
@@ -21,6 +22,14 @@ verdict keeps it when it is (1 + tau_r) faster, and REACT's verdict agrees or no
 disagreement is printed with its held-out gain and that gain's paired standard error: 60 epochs
 left it at ~1%, the size of the margins REACT's trials are decided by). "One move away": the best
 single move of the climb is within 1% of the climb's end; there REACT@30 is set against it.
+
+Held-out table (``--held-out N``, default 200 epochs from index 30000, 0: off): the relabelling
+optimum and the climb's end are *selected* on the judging epochs, so their judging-epoch means are
+biased low (the winner's curse: under per-epoch ECMP draws a candidate can fit those few epochs'
+collisions). Every reported pattern (baseline, REACT@60/@120, both optima) is judged again on
+held-out epochs, which none of them was chosen on; "clb in/out" is the climb's gain over the
+baseline on the judging epochs divided by its gain on the held-out ones (> 1: the in-sample
+figure overstated it). The targets are read on both tables.
 
 Scenarios: star into:3:p=2; star into:3:p=2 + into:5:p=1; fat-tree k=4 pairs:x=4:p=2 seeds
 1-5; ring on a star into:2:p=2; fat-tree k=4 with one cable of the job's paths at 30 Gb/s
@@ -44,7 +53,7 @@ from reactccl.tuner import Placement, ReactController, ReactParams, ViableSwaps
 from reactccl.tuner.estimate import LinkModel
 from reactccl.tuner.local import local_search
 
-JUDGE_AT, VERDICT_AT, VERDICT_EPOCHS = 10_000, 20_000, 400
+JUDGE_AT, VERDICT_AT, VERDICT_EPOCHS, HELD_AT = 10_000, 20_000, 400, 30_000
 MESSAGE = 20e6
 
 
@@ -85,7 +94,7 @@ class Judge:
 
     def __call__(self, pattern, epochs: int | None = None) -> float:
         n = self.epochs if epochs is None else epochs
-        key = pattern.src.tobytes() + pattern.dst.tobytes() + pattern.chunk_idx.tobytes() + bytes([n])
+        key = pattern.src.tobytes() + pattern.dst.tobytes() + pattern.chunk_idx.tobytes() + n.to_bytes(4, "little")
         if key not in self.cache:
             self.cache[key] = float(self.times(pattern, n).mean())
             self.calls += 1
@@ -111,8 +120,8 @@ def paired_gain(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
     return g, se
 
 
-def best_relabelling(p, judge: Judge, sample: int | None, rng: np.random.Generator) -> tuple[float, int, bool]:
-    """(best mean epoch time, distinct patterns judged, sampled?)."""
+def best_relabelling(p, judge: Judge, sample: int | None, rng: np.random.Generator):
+    """(best mean epoch time, the pattern that has it, distinct patterns judged, sampled?)."""
     N = p.num_ranks
     perms = itertools.permutations(range(N)) if sample is None else (rng.permutation(N) for _ in range(sample))
     seen, pats = set(), []
@@ -123,7 +132,8 @@ def best_relabelling(p, judge: Judge, sample: int | None, rng: np.random.Generat
             seen.add(k)
             pats.append(q)
     screen = sorted(((judge(q, 1), i) for i, q in enumerate(pats)))[:48]
-    return min(judge(pats[i]) for _, i in screen), len(pats), sample is not None
+    best, i = min((judge(pats[i]), i) for _, i in screen)
+    return best, pats[i], len(pats), sample is not None
 
 
 def settled(ctrl: ReactController):
@@ -144,7 +154,7 @@ def react_run(sc: dict, p, params: ReactParams):
 
 
 def run_scenario(args: tuple) -> dict:
-    sc, quick, epochs, params = args
+    sc, quick, epochs, params, held_epochs = args
     t0 = time.perf_counter()
     p = generate(sc["algorithm"], sc["ranks"])
     judge = Judge(sc, epochs, JUDGE_AT)
@@ -153,7 +163,7 @@ def run_scenario(args: tuple) -> dict:
     ctrl, p30, p60, p120 = react_run(sc, p, params)
     r30, r60, r120 = judge(p30), judge(p60), judge(p120)
     sample = 600 if quick else (None if sc["ranks"] <= 8 else 4000)
-    relab, classes, sampled = best_relabelling(p, judge, sample, rng)
+    relab, relab_p, classes, sampled = best_relabelling(p, judge, sample, rng)
     cl = make_cluster(sc)
     tr = cl.run_epoch(p)
     model = LinkModel(p.num_ranks, [(tr.pattern, tr.start, tr.end, tr.flow_bytes)])
@@ -171,7 +181,14 @@ def run_scenario(args: tuple) -> dict:
         a, b = nf.times(prev), nf.times(d.pattern)
         gain, se = paired_gain(a, b)
         verdicts.append((gain > 1.0 + ctrl.params.tau_r, not d.reverted, gain, se))
-    return dict(name=sc["name"], base=base, r30=r30, r60=r60, r120=r120, relab=relab, classes=classes, sampled=sampled,
+    # every pattern again on held-out epochs: the optima were chosen on the judging epochs, so their
+    # judging-epoch times are biased low (the winner's curse: under per-epoch ECMP draws a candidate can
+    # fit those epochs' collisions); REACT's and the baseline's were not chosen there
+    held = Judge(sc, held_epochs, HELD_AT)
+    pats = dict(base=p, r30=p30, r60=p60, r120=p120, relab=relab_p, climb=climb.placement.pattern,
+                one_move=one.placement.pattern)
+    held_t = {k: held(q) for k, q in pats.items()} if held_epochs else {}
+    return dict(held=held_t, name=sc["name"], base=base, r30=r30, r60=r60, r120=r120, relab=relab, classes=classes, sampled=sampled,
                 climb=climb.est_after, climb_moves=len(climb.moves), one_move=one.est_after, verdicts=verdicts,
                 trials=ctrl.trials, wall=time.perf_counter() - t0)
 
@@ -181,6 +198,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="sampled relabellings (600), shorter climb, 4 epochs")
     ap.add_argument("--jobs", type=int, default=2, help="scenarios run in parallel (processes)")
     ap.add_argument("--epochs", type=int, default=None, help="judging epochs (default 8, --quick 4)")
+    ap.add_argument("--held-out", type=int, default=None,
+                    help="held-out epochs every reported pattern is judged on again (default 200, --quick 100; 0: off)")
     ap.add_argument("--only", nargs="+", default=None, help="scenario names containing these words")
     ap.add_argument("--params", nargs="*", default=[], metavar="K=V", help="ReactParams overrides, e.g. search=greedy")
     args = ap.parse_args()
@@ -190,11 +209,12 @@ def main() -> None:
         kw[k] = type(getattr(ReactParams(), k))(v) if not isinstance(getattr(ReactParams(), k), bool) else v == "1"
     params = ReactParams(**kw)
     epochs = args.epochs or (4 if args.quick else 8)
+    held_epochs = args.held_out if args.held_out is not None else (100 if args.quick else 200)
     scs = [s for s in SCENARIOS if not args.only or any(w in s["name"] for w in args.only)]
     print(f"REACT vs oracles: {len(scs)} scenarios, {epochs} judging epochs, params {kw or 'default'}"
           f"{', quick' if args.quick else ''}; ratios are algbw ratios (> 1 faster)")
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(pool.map(run_scenario, [(s, args.quick, epochs, params) for s in scs]))
+        rows = list(pool.map(run_scenario, [(s, args.quick, epochs, params, held_epochs) for s in scs]))
     hdr = (f"{'scenario':34}{'base GB/s':>10}{'base/rel':>9}{'R60/rel':>8}{'R120/rel':>9}{'R120/clb':>9}"
            f"{'clb/base':>9}{'R120/base':>10}{'trials':>7}{'agree':>7}{'rel.':>14}{'wall s':>7}")
     print(hdr)
@@ -210,6 +230,16 @@ def main() -> None:
               f"{alg(r['r120']) / alg(r['climb']):>9.3f}{alg(r['climb']) / alg(r['base']):>9.3f}"
               f"{alg(r['r120']) / alg(r['base']):>10.3f}{r['trials']:>7}{ag:>7}"
               f"{rel:>14}{r['wall']:>7.0f}")
+    if held_epochs:
+        print(f"\nthe same patterns on {held_epochs} held-out epochs ({HELD_AT}..; the optima were chosen on the "
+              f"judging epochs, REACT's patterns and the baseline were not):")
+        print(f"{'scenario':34}{'base/rel':>9}{'R60/rel':>8}{'R120/rel':>9}{'R120/clb':>9}{'clb/base':>9}"
+              f"{'R120/base':>10}{'clb in/out':>11}")
+        for r in rows:
+            h = r["held"]
+            print(f"{r['name']:34}{h['relab'] / h['base']:>9.3f}{h['relab'] / h['r60']:>8.3f}"
+                  f"{h['relab'] / h['r120']:>9.3f}{h['climb'] / h['r120']:>9.3f}{h['base'] / h['climb']:>9.3f}"
+                  f"{h['base'] / h['r120']:>10.3f}{(r['base'] / r['climb']) / (h['base'] / h['climb']):>11.3f}")
     if allv:
         agree = sum(a == b for a, b, *_ in allv)
         wrong_keep = sum((not a) and b for a, b, *_ in allv)
