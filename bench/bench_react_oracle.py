@@ -23,7 +23,7 @@ disagreement is printed with its held-out gain and that gain's paired standard e
 left it at ~1%, the size of the margins REACT's trials are decided by). "One move away": the best
 single move of the climb is within 1% of the climb's end; there REACT@30 is set against it.
 
-Held-out table (``--held-out N``, default 200 epochs from index 30000, 0: off): the relabelling
+Held-out table (``--held-out N``, default 200 epochs from index 30000, --quick 100, 0: off): the relabelling
 optimum and the climb's end are *selected* on the judging epochs, so their judging-epoch means are
 biased low (the winner's curse: under per-epoch ECMP draws a candidate can fit those few epochs'
 collisions). Every reported pattern (baseline, REACT@60/@120, both optima) is judged again on
@@ -185,10 +185,10 @@ def run_scenario(args: tuple) -> dict:
     # judging-epoch times are biased low (the winner's curse: under per-epoch ECMP draws a candidate can
     # fit those epochs' collisions); REACT's and the baseline's were not chosen there
     held = Judge(sc, held_epochs, HELD_AT)
-    pats = dict(base=p, r30=p30, r60=p60, r120=p120, relab=relab_p, climb=climb.placement.pattern,
-                one_move=one.placement.pattern)
+    pats = dict(base=p, r60=p60, r120=p120, relab=relab_p, climb=climb.placement.pattern)
     held_t = {k: held(q) for k, q in pats.items()} if held_epochs else {}
-    return dict(held=held_t, name=sc["name"], base=base, r30=r30, r60=r60, r120=r120, relab=relab, classes=classes, sampled=sampled,
+    return dict(held=held_t, name=sc["name"], base=base, r30=r30, r60=r60, r120=r120, relab=relab,
+                classes=classes, sampled=sampled,
                 climb=climb.est_after, climb_moves=len(climb.moves), one_move=one.est_after, verdicts=verdicts,
                 trials=ctrl.trials, wall=time.perf_counter() - t0)
 
