@@ -44,7 +44,7 @@ The reference runs where it takes seconds (``--reference-max`` flows per epoch, 
 its column shows ``-`` and the ratio is not extrapolated from this run (see the issue note for main's
 times). Figures: CPU seconds of this process (a fairer figure than wall on a shared machine) and wall.
 
-    python bench/bench_netsim.py [--repeat 1] [--skip fig5a,two-jobs-256] [--reference-max 40000]
+    python bench/bench_netsim.py [--repeat 1] [--skip fig5a,two-jobs] [--reference-max 40000]
 """
 
 from __future__ import annotations
