@@ -64,6 +64,7 @@ from reactccl.netsim import Job, RandomPairs, SimulatedCluster, SimulatedNetwork
 from reactccl.topology import alibaba, fat_tree
 
 ROWS: list[tuple] = []
+CASES = {"tree", "ft8", "alibaba", "two-jobs", "fig5a"}   # names --skip takes
 
 
 def _timed(fn, repeat: int) -> tuple[float, float, object]:
@@ -161,6 +162,8 @@ def main() -> None:
     ap.add_argument("--skip", default="", help="comma-separated cases to skip: tree,ft8,alibaba,two-jobs,fig5a")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
+    if skip - CASES:
+        ap.error(f"--skip: unknown case(s) {', '.join(sorted(skip - CASES))}; the cases are {', '.join(sorted(CASES))}")
     # compile (or load from numba's cache) before timing
     c0 = time.process_time()
     _ring_epoch(fat_tree(4), 4, 0, "compiled")()
