@@ -57,6 +57,19 @@ BAD = [
     ("demo --p 100000", "--p: at most 64"),
     ("demo --topology star:hosts=3", "needs 9 hosts"),
     ("demo --size 20XB", "unknown unit 'XB'"),
+    # a newcomer's review
+    ("simulate -a nccl-tree -n 8 -t star:hosts=16 --epochs 2 -b into::p=2", "no ranks given"),
+    ("simulate -a nccl-tree -n 8 -t star:hosts=16 --epochs 2 -b into:3:p=2:p=3", "field 'p' given twice"),
+    ("simulate -a ring -n 4 --epochs 1 -t fat-tree:k=4:k=6", "key 'k' given twice"),
+    ("simulate -a ring -n 4 --epochs 1 -t star:hosts=16:rate=1GB", "reads as bytes per second"),
+    ("simulate -a ring -n 4 --epochs 1 -O slices=3 -O slices=4", "'slices' given twice"),
+    ("simulate -a ring -n 8 --epochs 30 --react --param seed=-1", "ReactParams.seed"),
+    ("simulate -a ring -n 8 --epochs 3 --react --param B", "--param 'B': expected KEY=VALUE"),
+    ("simulate -a ring -n 4 --epochs 2 --degrade link=12", "job:k=K:rate=R"),
+    ("pattern export ring -n 8 --max-channels 0 -o x.xml", "--max-channels: expected an integer >= 1"),
+    ("perf -b 1 -e 1G -i 1 -a ring --ranks 4 -t star:hosts=8", "more than 10,000 sizes; use -i 107385"),
+    ("perf -b 1K -e 1K -a , --ranks 4 -t star:hosts=8", "no algorithm given"),
+    ("experiment sp-rect --quick --engine packet", "--engine does not apply"),
 ]
 
 
@@ -94,6 +107,12 @@ def test_experiment_warmup_follows_the_epochs_given(files, monkeypatch, capsys):
     cfg = json.loads((files / "fig12.json").read_text())["config"]
     assert (cfg["epochs"], cfg["warmup"]) == (5, 1)   # the quick warm-up (10) is longer: a quarter of 5
     assert "warmup" not in capsys.readouterr().err
+
+
+def test_demo_warmup_follows_a_short_run(capsys):
+    """--epochs 10 alone: the warm-up default (25) would be past the run; a quarter of it is used."""
+    assert main(["demo", "--epochs", "10", "--no-progress"]) == 0
+    assert "After the warm-up (epochs 2-9)" in capsys.readouterr().out
 
 
 def test_demo_progress_on_stderr_and_small_rates_switch_units(capsys):

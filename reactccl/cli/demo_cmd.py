@@ -39,7 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rank", type=int, default=None,
                    help="congested rank (default: the busiest receiver, an interior tree position)")
     p.add_argument("--epochs", type=int, default=d.epochs, help=f"epochs (default {d.epochs})")
-    p.add_argument("--warmup", type=int, default=d.warmup, help=f"epochs left out of the metrics (default {d.warmup})")
+    p.add_argument("--warmup", type=int, default=None,
+                   help=f"epochs left out of the metrics (default {d.warmup}, or epochs//4 for runs of "
+                        f"{d.warmup} epochs or fewer)")
     p.add_argument("--ecmp-ports", type=int, default=d.ecmp_ports, help=f"ECMP ports per flow (default {d.ecmp_ports})")
     p.add_argument("--seed", type=int, default=d.seed, help="seed of ECMP draws and REACT (default 0)")
     p.add_argument("--engine", choices=["fluid", "packet"], default="fluid",
@@ -94,6 +96,9 @@ def check_config(cfg: DemoConfig) -> None:
 
 
 def _config(args: argparse.Namespace) -> DemoConfig:
+    if args.warmup is None:
+        w = DemoConfig().warmup
+        args.warmup = w if args.epochs > w else max(args.epochs, 0) // 4
     return DemoConfig(topology=args.topology, algorithm=args.algorithm, ranks=args.ranks,
                       message_bytes=parse_bytes(args.size, "--size"), p=args.p, rank=args.rank, epochs=args.epochs,
                       warmup=args.warmup, seed=args.seed, ecmp_ports=args.ecmp_ports)

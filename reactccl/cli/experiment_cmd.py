@@ -102,7 +102,8 @@ def _sp_unsupported(args: argparse.Namespace) -> list[str]:
     """The options given that the sp-* experiments do not take (REACT's scenario options)."""
     given = dict(jobs=args.jobs is not None, seed=args.seed != 0, scenarios=args.scenarios is not None,
                  epochs=args.epochs is not None, warmup=args.warmup is not None, param=bool(args.param),
-                 json=args.json)
+                 json=args.json, engine=getattr(args, "engine", "fluid") != "fluid",
+                 size=getattr(args, "size", None) is not None)
     return [f"--{k}" for k, v in given.items() if v]
 
 

@@ -15,7 +15,7 @@ from .errors import report
 from .pattern_io_cmd import add_io_parsers
 
 
-def parse_options(items: list[str] | None, typed: bool = False) -> dict:
+def parse_options(items: list[str] | None, typed: bool = False, flag: str = "--option") -> dict:
     """``["slices=4", "shape=8x4"]`` -> ``{"slices": "4", "shape": "8x4"}``: keys with ``-``
     as ``_``, values as the text given, for :func:`reactccl.algorithms.generate`, which
     converts them by the generator's annotations (so ``shape=8`` stays a one-side shape,
@@ -24,15 +24,18 @@ def parse_options(items: list[str] | None, typed: bool = False) -> dict:
     Args:
         typed: convert values here instead (ints, floats, ``true``/``false``, else text),
             for targets without annotations to go by (e.g. REACT's ``--param``).
+        flag: the option's name in error messages.
 
     Raises:
-        PatternError: an item without ``=``.
+        PatternError: an item without ``=``, or a key given twice.
     """
     out: dict = {}
     for item in items or []:
         if "=" not in item:
-            raise PatternError(f"--option {item!r}: expected KEY=VALUE")
+            raise PatternError(f"{flag} {item!r}: expected KEY=VALUE")
         k, v = item.split("=", 1)
+        if k.strip().replace("-", "_") in out:
+            raise PatternError(f"{flag} {item!r}: {k.strip()!r} given twice")
         val: object = v.strip()
         if typed:
             for cast in (int, float):

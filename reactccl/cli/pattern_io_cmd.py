@@ -11,6 +11,7 @@ import numpy as np
 from ..algorithms import generate
 from ..pattern import PatternError, dumps
 from ..pattern.files import load_pattern
+from ..pattern.msccl_common import MscclError
 from ..pattern.msccl_export import MAX_CHANNELS, executor_limits, to_msccl_xml
 from ..pattern.msccl_import import from_msccl_xml
 
@@ -38,6 +39,8 @@ def _cmd_export(args) -> int:
         what = "reactccl.pattern/1 JSON"
     else:
         graphs = len(np.unique(p.chunk_graph))
+        if args.max_channels < 1:
+            raise MscclError(f"--max-channels: expected an integer >= 1, got {args.max_channels}")
         if graphs > args.max_channels:
             print(f"note: {graphs} chunk graphs on {args.max_channels} channels (graph g on channel "
                   f"g % {args.max_channels}); raise --max-channels to keep one channel per graph", file=sys.stderr)

@@ -48,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranks", type=int, default=8, help="simulator: number of ranks (default 8)")
     p.add_argument("--topology", "-t", default="fat-tree:k=4", help="simulator: topology spec (default fat-tree:k=4)")
     p.add_argument("--engine", default=None,
-                   help="simulator: engine, e.g. compiled or python, where the simulator offers a choice")
+                   help="simulator engine: fluid (the compiled max-min engine, the default; also 'compiled') "
+                        "or python (the reference engine), as `simulate --engine`")
     p.add_argument("--background", action="append", metavar="SPEC", help="simulator: background traffic (repeatable)")
     p.add_argument("--degrade", action="append", metavar="SPEC", help="simulator: degraded links (repeatable)")
     p.add_argument("--ecmp-ports", dest="ports", type=int, default=4, help="simulator: ECMP ports per flow (default 4)")
@@ -107,6 +108,8 @@ def run(args) -> int:
         _check(args)
         sizes = _sizes(args)
         algos = [a.strip() for a in args.algorithm.split(",") if a.strip()]
+        if not algos:
+            raise ValueError(f"-a {args.algorithm!r}: no algorithm given (e.g. -a ring,nccl-tree)")
         opts = parse_options(args.option)
         if real:
             return _run_real(args, sizes, algos, opts)
@@ -115,7 +118,7 @@ def run(args) -> int:
             from ..netsim import run_simulation
             if "engine" not in inspect.signature(run_simulation).parameters:
                 raise ValueError("--engine: this simulator has a single engine (no choice to make)")
-            sim["engine"] = args.engine
+            sim["engine"] = "compiled" if args.engine == "fluid" else args.engine
         with _progress(len(algos) * len(sizes)) as tick:
             rows = sim_sweep(algos, args.ranks, sizes, iters=args.iters, warmup=args.warmup, dtype=args.datatype,
                              topology=args.topology, options=opts, progress=tick, **sim)

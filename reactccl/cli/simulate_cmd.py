@@ -149,7 +149,7 @@ def _executor(args):
 
 def react_params(items: list[str] | None, seed: int) -> ReactParams:
     """``["B=6", "tau_r=0.1"]`` -> ReactParams (seed defaults to the run's seed)."""
-    opts = {"seed": seed, **parse_options(items, typed=True)}
+    opts = {"seed": seed, **parse_options(items, typed=True, flag="--param")}
     unknown = sorted(set(opts) - set(ReactParams.__dataclass_fields__))
     if unknown:
         raise ValueError(f"--param {unknown[0]}: not a REACT parameter "
@@ -286,7 +286,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--size", "-s", default="20MB", help="message size, e.g. 20MB (decimal) or 64MiB (default 20MB)")
     p.add_argument("--epochs", "-e", type=int, default=100, help="epochs to simulate (default 100)")
     p.add_argument("--background", "-b", action="append", metavar="SPEC",
-                   help="into:3:p=2 | out:3:p=1 | pairs:x=4:p=2[:dir=in] | flow:src=h16,dst=r3[,count=2] | "
+                   help="into:3:p=2 | out:3:p=1 | pairs:x=4:p=2[:dir=in] | flow:src=h12,dst=r3[,count=2] | "
                         "bulk:src=h12,dst=h3,bytes=5MB,period=2ms[,phase=1ms] (repeatable; a bulk must offer "
                         "bytes*8/period below its path's capacity: 5MB/2ms = 20 Gbps)")
     p.add_argument("--degrade", "-d", action="append", metavar="SPEC",

@@ -86,11 +86,15 @@ def parse_nccl_size(text: str | int) -> int:
     return int(v)
 
 
+MAX_SIZES = 10_000   # sizes one sweep may visit
+
+
 def nccl_sizes(min_bytes: int, max_bytes: int, factor: float = 2.0, step: int | None = None) -> list[int]:
     """The sizes nccl-tests visits: ``min, min*factor, ...`` up to ``max`` (or ``+step``).
 
     Raises:
-        ValueError: min > max, min < 1, or a factor <= 1 without a step.
+        ValueError: min > max, min < 1, a factor <= 1 without a step, or more than
+            :data:`MAX_SIZES` sizes (named with the step that would fit).
     """
     if min_bytes < 1 or max_bytes < min_bytes:
         raise ValueError(f"-b {min_bytes} / -e {max_bytes}: need 1 <= minbytes <= maxbytes")
@@ -99,7 +103,11 @@ def nccl_sizes(min_bytes: int, max_bytes: int, factor: float = 2.0, step: int | 
     if step is not None and step < 1:
         raise ValueError(f"-i {step}: step bytes must be >= 1")
     out, s = [], min_bytes
-    while s <= max_bytes and len(out) < 10_000:
+    while s <= max_bytes:
+        if len(out) == MAX_SIZES:
+            hint = (f"-i {-(-(max_bytes - min_bytes) // (MAX_SIZES - 1))} or more" if step is not None
+                    else "a larger -f")
+            raise ValueError(f"-b {min_bytes} -e {max_bytes}: more than {MAX_SIZES:,} sizes; use {hint}")
         out.append(int(s))
         s = s + step if step is not None else int(s * factor)
     return out

@@ -214,6 +214,8 @@ def _kv(parts: Sequence[str], spec: str, allowed: set[str]) -> dict[str, str]:
                 raise BackgroundError(f"{spec!r}: expected KEY=VALUE, got {item!r}")
             if k not in allowed:
                 raise BackgroundError(f"{spec!r}: unknown field {k!r}; allowed: {', '.join(sorted(allowed))}")
+            if k in out:
+                raise BackgroundError(f"{spec!r}: field {k!r} given twice")
             out[k] = v.strip()
     return out
 
@@ -240,7 +242,7 @@ def parse_background(spec: str, placement: np.ndarray | None = None) -> Backgrou
     """One background spec from text.
 
     Forms: ``into:3:p=2`` (p flows into rank 3; ``into:3,5:p=1`` for several ranks),
-    ``out:3:p=1``, ``pairs:x=4:p=2[:dir=in]``, ``flow:src=h16,dst=r3[,count=2]``
+    ``out:3:p=1``, ``pairs:x=4:p=2[:dir=in]``, ``flow:src=h12,dst=r3[,count=2]``
     (long-lived between hosts; ``rN`` = the host of rank N),
     ``bulk:src=h12,dst=h3,bytes=5MB,period=2ms[,phase=0.5ms]`` (5 MB every 2 ms offers 20 Gbps; at
     resolve time the offered rate must be below the path's smallest capacity).
@@ -257,6 +259,8 @@ def parse_background(spec: str, placement: np.ndarray | None = None) -> Backgrou
             if not parts or "=" in parts[0]:
                 raise BackgroundError(f"{text!r}: give the ranks first, e.g. {kind}:3:p=2")
             ranks = tuple(_int(r, "ranks", text) for r in parts[0].split(",") if r.strip())
+            if not ranks:
+                raise BackgroundError(f"{text!r}: no ranks given, e.g. {kind}:3:p=2")
             kv = _kv(parts[1:], text, {"p"})
             p = _int(kv.get("p", "1"), "p", text)
             return IntoRanks(ranks, p) if kind == "into" else OutOfRanks(ranks, p)
@@ -386,7 +390,8 @@ def parse_degrade(spec: str, topology: Topology, seed: int = 0,
         kv = _kv([p.replace(",", ";") if p.lower().startswith(("link=", "cable=")) else p for p in parts], text,
                  {"link", "cable", "rate"})
         if ("link" in kv) == ("cable" in kv) or "rate" not in kv:
-            raise BackgroundError(f"{text!r}: expected random:k=K:rate=R, cable=ID:rate=R or link=ID:rate=R")
+            raise BackgroundError(f"{text!r}: expected random:k=K:rate=R, job:k=K:rate=R, cable=ID:rate=R "
+                                  "or link=ID:rate=R")
         field = "link" if "link" in kv else "cable"
         cables = topology.cables()
         count = topology.num_links if field == "link" else len(cables)

@@ -154,7 +154,7 @@ class SimulatedNetwork(ResolvedBackground):
 
     Args:
         topology: the network (already degraded, or pass ``degrade``).
-        background: spec objects or text (see :mod:`.background`, e.g. ``"into:3:p=2"``);
+        background: spec objects or text (see :mod:`.background`, e.g. ``"into:3:p=2"``), or one of them;
             rank-relative ones are resolved against ``reference_placement`` (default: the
             first job's placement at the first epoch).
         degrade: ``{link_id: bit/s}`` capacities to lower, or degrade specs as text
@@ -195,7 +195,8 @@ class SimulatedNetwork(ResolvedBackground):
             raise ValueError(f"ecmp_ports: expected an integer >= 1, got {ecmp_ports!r}")
         self.degrade = degrade_rates(topology, degrade, seed)
         self.topology = topology.degraded(self.degrade) if self.degrade else topology
-        self.background_specs = list(background)
+        # one spec given as text is one spec (list("into:3:p=2") would be its characters)
+        self.background_specs = [background] if isinstance(background, (str, Background)) else list(background)
         self.ecmp_ports = int(ecmp_ports)
         self.seed = int(seed)
         self.epoch = 0

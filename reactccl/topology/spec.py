@@ -81,6 +81,8 @@ def _link_items(text: str, name: str, items: list[str], int_keys: Sequence[str],
         key = key.strip().lower()
         if not eq:
             raise TopologyError(f"topology {text!r}: expected KEY=VALUE, got {item!r}")
+        if key in link or key in given:
+            raise TopologyError(f"topology {text!r}: key {key!r} given twice")
         try:
             if key == "rate":
                 link["rate"] = parse_rate(value, "rate")

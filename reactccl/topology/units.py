@@ -55,9 +55,17 @@ def parse_rate(text: str | float, what: str = "rate", require_unit: bool = False
     ``require_unit=True`` (command lines) refuses a bare number in a string, so that
     ``400`` is not silently 400 bit/s; the error suggests ``400Gbps``.
 
+    A capital ``B`` is bytes, not bits: ``1GB`` or ``1GBps`` is refused (a rate of bytes per second
+    read as bits would be 8x off); write ``8Gbps``.
+
     Raises:
-        UnitError: unparsable, unknown unit, no unit when one is required, or not > 0.
+        UnitError: unparsable, unknown unit, a bytes unit, no unit when one is required, or not > 0.
     """
+    if isinstance(text, str):
+        m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/]*)", text.strip())
+        if m and "B" in m.group(2):
+            raise UnitError(f"{what}: {text!r} reads as bytes per second; rates are bits per second, "
+                            "e.g. 100Gbps (1 GB/s = 8Gbps)")
     return _parse(text, _RATE, what, strip=("bps", "bit/s", "b"), require_unit="Gbps" if require_unit else None)
 
 

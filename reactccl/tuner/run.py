@@ -51,7 +51,13 @@ class ReactRun:
     params: ReactParams | None = None
 
     def stats(self, after: int = 0) -> dict[str, float]:
-        """Mean, p50, p95 epoch time (s) and mean algbw/busbw (bytes/s) of epochs ``>= after``."""
+        """Mean, p50, p95 epoch time (s) and mean algbw/busbw (bytes/s) of epochs ``>= after``.
+
+        Raises:
+            ValueError: ``after`` not an integer >= 0, or no epochs at or after it.
+        """
+        if isinstance(after, bool) or not isinstance(after, (int, np.integer)) or after < 0:
+            raise ValueError(f"stats: after must be an epoch index >= 0, got {after!r}")
         d = self.durations[after:]
         if not d.size:
             raise ValueError(f"stats: no epochs at or after {after} (run has {len(self.durations)})")
