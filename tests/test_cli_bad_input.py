@@ -70,6 +70,11 @@ BAD = [
     ("perf -b 1 -e 1G -i 1 -a ring --ranks 4 -t star:hosts=8", "more than 10,000 sizes; use -i 107385"),
     ("perf -b 1K -e 1K -a , --ranks 4 -t star:hosts=8", "no algorithm given"),
     ("experiment sp-rect --quick --engine packet", "--engine does not apply"),
+    # output files are checked before the run, not after it
+    ("simulate -a ring -n 4 --epochs 2 --plot /nonexistent/p.png", "--plot /nonexistent/p.png: no folder"),
+    ("simulate -a ring -n 4 --epochs 2 --react --save-pattern {tmp}", "is a folder"),
+    ("demo --save-pattern /nonexistent/x.json", "--save-pattern /nonexistent/x.json: no folder"),
+    ("perf -b 1K -e 4K -a ring --ranks 4 -t star:hosts=8 --plot /nonexistent/bw.png", "no folder /nonexistent"),
 ]
 
 

@@ -7,15 +7,19 @@ hidden deprecated aliases of renamed options.
   taken from a module docstring reads cleanly in a terminal.
 * :func:`deprecated_alias` keeps an old option name working, hidden from ``--help``, with
   one warning on stderr naming the new one (``--opt`` -> ``--option``).
+* :func:`check_outputs` refuses an output file that cannot be written before a run starts,
+  not after it (a packet-level run takes tens of minutes).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+from pathlib import Path
 
-__all__ = ["PlainParser", "plain", "deprecated_alias"]
+__all__ = ["PlainParser", "plain", "deprecated_alias", "check_outputs"]
 
 _ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
 _LITERAL = re.compile(r"``([^`]+)``")
@@ -68,3 +72,25 @@ def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> Non
     if target is None:
         raise ValueError(f"deprecated_alias: {new!r} is not an option of {parser.prog!r}")
     parser.add_argument(old, action=_Deprecated, target=target, new=new)
+
+
+def check_outputs(**paths: str | None) -> None:
+    """Each given output file (keyword: the flag's name with ``_`` for ``-``, value: the path or
+    None) must be writable: its folder exists and is writable, and it is not a folder itself.
+    Nothing is created.
+
+    Raises:
+        ValueError: naming the flag and the path, e.g. ``--save-pattern /nonexistent/x.json: no
+            folder /nonexistent``.
+    """
+    for name, path in paths.items():
+        if not path:
+            continue
+        flag, p = "--" + name.replace("_", "-"), Path(path)
+        folder = p.parent if str(p.parent) else Path(".")
+        if p.is_dir():
+            raise ValueError(f"{flag} {path}: is a folder, expected a file name")
+        if not folder.is_dir():
+            raise ValueError(f"{flag} {path}: no folder {folder}")
+        if not os.access(folder, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+            raise ValueError(f"{flag} {path}: not writable")

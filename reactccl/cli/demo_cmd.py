@@ -24,6 +24,7 @@ from ..topology import UnitError, parse_topology
 from ..topology.units import parse_bytes
 from ..trace import format_byte_rate, format_bytes, format_time
 from ..packetsim.native import PacketSimError, PacketSimUnavailable
+from ._common import check_outputs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -112,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = _config(args)
         check_config(cfg)
+        check_outputs(save_pattern=getattr(args, "save_pattern", None))
         engine = getattr(args, "engine", "fluid")
         if args.json or args.no_progress:
             res = run_demo(cfg, engine=engine)

@@ -16,7 +16,7 @@ import sys
 
 from ..experiments.perf import DTYPES, dist_sweep, format_table, nccl_sizes, parse_nccl_size, plot_busbw, sim_sweep
 from ..pattern import PatternError
-from ._common import deprecated_alias
+from ._common import check_outputs, deprecated_alias
 from .pattern_cmd import parse_options
 
 
@@ -113,6 +113,7 @@ def run(args) -> int:
         opts = parse_options(args.option)
         if real:
             return _run_real(args, sizes, algos, opts)
+        check_outputs(plot=args.plot)
         sim = dict(seed=args.seed, background=args.background or [], degrade=args.degrade or None, ports=args.ports)
         if args.engine is not None:
             from ..netsim import run_simulation

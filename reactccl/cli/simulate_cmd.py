@@ -28,7 +28,7 @@ from ..topology import TopologyError, UnitError, parse_topology
 from ..topology.units import parse_bytes
 from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
-from ._common import deprecated_alias
+from ._common import check_outputs, deprecated_alias
 from .pattern_cmd import parse_options
 from .simulate_files import add_file_options, load_pattern_arg, write_outputs
 
@@ -218,6 +218,7 @@ def _check_args(args) -> None:
         raise ValueError("--transport: only used with --engine packet")
     if getattr(args, "replicas", 1) != 1 and (args.replicas < 1 or getattr(args, "engine", "fluid") != "packet"):
         raise ValueError(f"--replicas: an integer >= 1, only used with --engine packet (got {args.replicas})")
+    check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline)
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
         args.warmup = 25 if args.epochs > 25 else max(args.epochs, 0) // 4
     elif args.react and not 0 <= args.warmup < args.epochs:
