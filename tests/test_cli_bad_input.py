@@ -176,3 +176,13 @@ def test_rank_entry_points_refuse_bad_arguments_before_the_group(script, argv, w
 def test_console_script_process_exit_code():
     cp = _script("-m", "reactccl.cli.main", "pattern", "generate", "ring", "--ranks", "4", "-o", "/dev/full")
     assert cp.returncode == 2 and cp.stdout == "" and cp.stderr == "error: /dev/full: No space left on device\n"
+
+
+@pytest.mark.parametrize("argv", ["simulate -a ring -n 4 -t foo", "perf -a foo -b 1K -e 1K",
+                                  "demo --topology foo", "pattern generate foo -n 4"])
+def test_traceback_on_request_for_every_subcommand(argv, capsys, monkeypatch):
+    """REACTCCL_TRACEBACK=1 adds the traceback before the one line, whichever subcommand failed."""
+    monkeypatch.setenv("REACTCCL_TRACEBACK", "1")
+    assert main(argv.split()) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "foo" in err.strip().splitlines()[-1]

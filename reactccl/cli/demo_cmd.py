@@ -24,6 +24,7 @@ from ..topology import UnitError, parse_topology
 from ..topology.units import parse_bytes
 from ..trace import format_byte_rate, format_bytes, format_time
 from ..packetsim.native import PacketSimError, PacketSimUnavailable
+from .errors import report
 from ._common import check_outputs
 
 
@@ -120,10 +121,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             res = _run_with_progress(cfg, Console(stderr=True), engine)
     except (ValueError, UnitError, KeyError, PacketSimUnavailable, PacketSimError) as exc:
-        text = str(exc)
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            text if text.startswith("demo:") else f"demo: {text}", style="red", markup=False)
-        return 2
+        return report(exc, "demo")
     if args.json:
         print(json.dumps(res.to_json(), indent=1))
     else:

@@ -119,8 +119,7 @@ def _wrap(func):
         try:
             return func(args)
         except PatternError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+            return report(e)
         except BrokenPipeError:  # a reader such as `head` closed the pipe: main() ends quietly
             raise
         except OSError as e:  # e.g. -o /dev/full: ENOSPC with no filename; name the file

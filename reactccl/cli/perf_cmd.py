@@ -16,6 +16,7 @@ import sys
 
 from ..experiments.perf import DTYPES, dist_sweep, format_table, nccl_sizes, parse_nccl_size, plot_busbw, sim_sweep
 from ..pattern import PatternError
+from .errors import report
 from ._common import check_outputs, deprecated_alias
 from .pattern_cmd import parse_options
 
@@ -125,8 +126,7 @@ def run(args) -> int:
                              topology=args.topology, options=opts, progress=tick, **sim)
         header = (f"simulator: {args.ranks} ranks on {args.topology}, seed {args.seed}\n" + _params(args, sizes))
     except (ValueError, PatternError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return report(e)
     return _report(args, rows, header)
 
 

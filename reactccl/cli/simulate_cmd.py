@@ -28,6 +28,7 @@ from ..topology import TopologyError, UnitError, parse_topology
 from ..topology.units import parse_bytes
 from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
+from .errors import report
 from ._common import check_outputs, deprecated_alias
 from .pattern_cmd import parse_options
 from .simulate_files import add_file_options, load_pattern_arg, write_outputs
@@ -230,8 +231,7 @@ def _cmd_simulate(args) -> int:
         try:
             list_links(args.topology, Console(highlight=False, soft_wrap=True))
         except (TopologyError, UnitError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            return report(exc)
         return 0
     try:
         load_pattern_arg(args)
@@ -245,8 +245,7 @@ def _cmd_simulate(args) -> int:
             result = _simulate(args, pattern, "simulating")
     except (PatternError, TopologyError, BackgroundError, UnitError, SimulationError, TunerError,
             ValueError, PacketSimUnavailable, PacketSimError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return report(exc)
     console = Console(highlight=False, soft_wrap=True)
     if args.react:
         if args.json:
