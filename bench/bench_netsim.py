@@ -7,7 +7,8 @@ Cases (20 MB ring AllReduce, random placement, 4 ECMP ports, step order, unless 
    (target: >= 10x faster than the reference engine, which is today's engine);
 2. ``ring128-ft8``: one epoch, 128 ranks on fat-tree k=8 (target < 1 s; 44 s on main);
 3. ``ring-ali-N``: one epoch, N ranks on the 720-host Alibaba-style fabric, N = 64 .. 512
-   (target: 512 < 20 s), with the growth of the cost per doubling beside flows x log(flows);
+   (target: 512 < 20 s), with the growth of the cost per doubling beside flows x log(flows) and the
+   flows each max-min re-solve took up (the compiled kernel's ``solved_flows / solves``);
 4. ``two-jobs-256``: two 256-rank jobs on that fabric, 10 epochs (target < 60 s);
 5. ``fig5a``: the full ``reactccl experiment fig5a`` on 2 workers (target <= 15 s; 46 s on main).
 
@@ -50,6 +51,7 @@ times). Figures: CPU seconds of this process (a fairer figure than wall on a sha
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import subprocess
@@ -60,7 +62,7 @@ import time
 import numpy as np
 
 from reactccl.algorithms import generate
-from reactccl.netsim import Job, RandomPairs, SimulatedCluster, SimulatedNetwork
+from reactccl.netsim import CompiledEngine, Job, RandomPairs, SimulatedCluster, SimulatedNetwork
 from reactccl.topology import alibaba, fat_tree
 
 ROWS: list[tuple] = []
@@ -112,14 +114,35 @@ def bench_ring_ft8(repeat: int, ref_max: int) -> None:
     _row("ring128-ft8", 32512, "< 1 s", new, ref, f"epoch {new[2].duration * 1e3:.3f} ms, {new[2].meta['events']:,} events")
 
 
+@contextlib.contextmanager
+def _solver_stats(seen: dict):
+    """While active, every compiled run copies the kernel's counters (:attr:`CompiledEngine.stats`)
+    into ``seen`` (one dict update per epoch: nothing measurable beside the run)."""
+    run = CompiledEngine.run
+
+    def counted(self, *a, **k):
+        out = run(self, *a, **k)
+        seen.update(self.stats)
+        return out
+
+    CompiledEngine.run = counted
+    try:
+        yield seen
+    finally:
+        CompiledEngine.run = run
+
+
 def bench_alibaba(repeat: int, ref_max: int, sizes=(64, 128, 256, 512)) -> None:
     topo = alibaba()
     prev = None
     for n in sizes:
         flows = 2 * n * (n - 1)
-        new = _timed(_ring_epoch(topo, n, 1, "compiled"), repeat)
+        with _solver_stats({}) as st:
+            new = _timed(_ring_epoch(topo, n, 1, "compiled"), repeat)
         ref = _timed(_ring_epoch(topo, n, 1, "python"), 1) if flows <= ref_max else None
         note = f"{new[2].meta['events']:,} events"
+        if st:    # flows whose rate a re-solve may change: what grows faster than the events
+            note += f", {st['solved_flows'] / max(st['solves'], 1):.1f} flows re-solved per solve"
         if prev is not None:
             fl = lambda f: f * math.log(f)  # noqa: E731
             note += f"; x{new[0] / prev[1]:.1f} cost for x2 ranks (flows log flows: x{fl(flows) / fl(prev[0]):.1f})"

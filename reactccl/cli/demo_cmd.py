@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..experiments.demo import DemoConfig, DemoResult, demo_scenario, run_demo
+from ..experiments.metrics import default_warmup
 from ..experiments.patterns_view import moved_positions, pattern_view, tree_parents
 from ..topology import UnitError, parse_topology
 from ..topology.units import parse_bytes
@@ -99,8 +100,7 @@ def check_config(cfg: DemoConfig) -> None:
 
 def _config(args: argparse.Namespace) -> DemoConfig:
     if args.warmup is None:
-        w = DemoConfig().warmup
-        args.warmup = w if args.epochs > w else max(args.epochs, 0) // 4
+        args.warmup = default_warmup(args.epochs, DemoConfig().warmup)
     return DemoConfig(topology=args.topology, algorithm=args.algorithm, ranks=args.ranks,
                       message_bytes=parse_bytes(args.size, "--size"), p=args.p, rank=args.rank, epochs=args.epochs,
                       warmup=args.warmup, seed=args.seed, ecmp_ports=args.ecmp_ports)

@@ -25,6 +25,7 @@ from ..netsim import BackgroundError, SimulationError, SimulationResult, run_sim
 from ..packetsim.native import PacketSimError, PacketSimUnavailable
 from ..pattern import CollectivePattern, PatternError
 from ..topology import TopologyError, UnitError, parse_topology
+from ..experiments.metrics import default_warmup
 from ..topology.units import parse_bytes
 from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
@@ -221,7 +222,7 @@ def _check_args(args) -> None:
         raise ValueError(f"--replicas: an integer >= 1, only used with --engine packet (got {args.replicas})")
     check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline)
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
-        args.warmup = 25 if args.epochs > 25 else max(args.epochs, 0) // 4
+        args.warmup = default_warmup(args.epochs)
     elif args.react and not 0 <= args.warmup < args.epochs:
         raise ValueError(f"--warmup: must satisfy 0 <= warmup < epochs ({args.epochs}), got {args.warmup}")
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .metrics import default_warmup
 from .scenario import (
     PAPER, Scenario, degraded_scenario, network_sharing_scenario, random_pairs_scenario, shared_nodes_scenario,
 )
@@ -47,7 +48,7 @@ class SweepConfig:
         base = cls(2, 30, 10, seed, True) if quick else cls(default_scenarios, PAPER["epochs"], PAPER["warmup"], seed)
         epochs = base.epochs if epochs is None else int(epochs)
         if warmup is None:
-            warmup = base.warmup if base.warmup < epochs else max(epochs, 0) // 4
+            warmup = default_warmup(epochs, base.warmup)
         cfg = replace(base, scenarios=base.scenarios if scenarios is None else int(scenarios),
                       epochs=epochs, warmup=int(warmup))
         if cfg.scenarios < 1:

@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["epoch_metrics", "improvement", "summarize"]
+__all__ = ["default_warmup", "epoch_metrics", "improvement", "summarize"]
+
+
+def default_warmup(epochs: int, warmup: int = 25) -> int:
+    """The warm-up to leave out when none is given: ``warmup`` (the paper's 25 epochs, §7.3) if the
+    run is longer, else a quarter of the run (so a short run still measures 3/4 of its epochs).
+    Example: ``default_warmup(100) == 25``, ``default_warmup(10) == 2``."""
+    return warmup if epochs > warmup else max(epochs, 0) // 4
 
 
 def epoch_metrics(durations: Sequence[float] | np.ndarray, message_bytes: float, warmup: int) -> dict[str, float]:

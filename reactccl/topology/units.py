@@ -24,7 +24,7 @@ _SIZE = {"": 1.0, "b": 1.0, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, 
 
 
 def _parse(text: str | float | int, units: dict[str, float], what: str, strip: tuple[str, ...] = (),
-           allow_zero: bool = False, require_unit: str | None = None) -> float:
+           allow_zero: bool = False, require_unit: str | None = None, refuse: str = "") -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
@@ -32,6 +32,9 @@ def _parse(text: str | float | int, units: dict[str, float], what: str, strip: t
         m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/]*)", s)
         if not m:
             raise UnitError(f"{what}: cannot parse {text!r}")
+        if refuse and refuse in m.group(2):     # a rate in bytes (case matters: B bytes, b bits)
+            raise UnitError(f"{what}: {text!r} reads as bytes per second; rates are bits per second, "
+                            "e.g. 100Gbps (1 GB/s = 8Gbps)")
         unit = m.group(2).lower()
         for suffix in strip:
             if unit.endswith(suffix) and unit[: -len(suffix)] in units:
@@ -61,12 +64,8 @@ def parse_rate(text: str | float, what: str = "rate", require_unit: bool = False
     Raises:
         UnitError: unparsable, unknown unit, a bytes unit, no unit when one is required, or not > 0.
     """
-    if isinstance(text, str):
-        m = re.fullmatch(_NUM + r"\s*([A-Za-zµ/]*)", text.strip())
-        if m and "B" in m.group(2):
-            raise UnitError(f"{what}: {text!r} reads as bytes per second; rates are bits per second, "
-                            "e.g. 100Gbps (1 GB/s = 8Gbps)")
-    return _parse(text, _RATE, what, strip=("bps", "bit/s", "b"), require_unit="Gbps" if require_unit else None)
+    return _parse(text, _RATE, what, strip=("bps", "bit/s", "b"), require_unit="Gbps" if require_unit else None,
+                  refuse="B")
 
 
 def parse_time(text: str | float, what: str = "time", allow_zero: bool = False) -> float:
