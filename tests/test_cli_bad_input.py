@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from reactccl.algorithms import generate
 from reactccl.cli.main import main
+from reactccl.pattern import dumps
 from reactccl.topology.units import parse_bytes, parse_size
 from reactccl.trace import format_bytes, format_rate
 
@@ -70,6 +72,10 @@ BAD = [
     ("perf -b 1 -e 1G -i 1 -a ring --ranks 4 -t star:hosts=8", "more than 10,000 sizes; use -i 107385"),
     ("perf -b 1K -e 1K -a , --ranks 4 -t star:hosts=8", "no algorithm given"),
     ("experiment sp-rect --quick --engine packet", "--engine does not apply"),
+    ("simulate -a ring -n 4 --epochs 1 -s -1MB", "--size: must be a positive finite number, got '-1MB'"),
+    ("perf -b -1K -e 4K -a ring --ranks 4 -t star:hosts=8", "-b/--minbytes: must be a positive"),
+    ("pattern show ring -n 4 --max-steps -1", "--max-steps -1: must be 0 (every step) or more"),
+    ("pattern show r4.json -n 4", "--ranks applies to an algorithm name, not to the file 'r4.json'"),
     # output files are checked before the run, not after it
     ("simulate -a ring -n 4 --epochs 2 --plot /nonexistent/p.png", "--plot /nonexistent/p.png: no folder"),
     ("simulate -a ring -n 4 --epochs 2 --react --save-pattern {tmp}", "is a folder"),
@@ -82,6 +88,7 @@ BAD = [
 def files(tmp_path):
     (tmp_path / "bad-utf8.json").write_bytes(b"\xff\xfe{}")
     (tmp_path / "deep.json").write_text("[" * 5000 + "]" * 5000)
+    (tmp_path / "r4.json").write_text(dumps(generate("ring", 4)))
     return tmp_path
 
 

@@ -160,3 +160,19 @@ def test_log_names_what_each_rule_compared():
     text = d.summary()
     assert "flow 3 step 0 3->0 steady: p90 2.00 Gbps vs class mean 7.00 Gbps" in text
     assert "flow 4 step 1 0->1 erratic: mean 5.00 Gbps (std/mean 0.90) vs class mean 9.00 Gbps" in text
+
+
+def test_decision_with_no_spread_reads_and_serialises():
+    """A trial whose epoch times have no spread has test t = ±inf (tuner/verdict.py): the summary
+    says so in words and to_dict writes it as text, so the JSON stays standard."""
+    import json
+
+    from reactccl.algorithms import generate
+    from reactccl.tuner.log import Decision
+
+    d = Decision(5, 11, "transform", generate("ring", 4), measured_before=1.2, measured_after=1.0, verdict_t=float("inf"),
+                 trial_epochs=6)
+    assert "no spread in the epoch times: decided by the means" in d.summary()
+    assert json.loads(json.dumps(d.to_dict(), allow_nan=False))["verdict_t"] == "+inf"
+    d.verdict_t = -2.5
+    assert "(test t = -2.50)" in d.summary() and d.to_dict()["verdict_t"] == -2.5

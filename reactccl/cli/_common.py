@@ -38,7 +38,14 @@ def plain(text: str) -> str:
 
 
 class PlainParser(argparse.ArgumentParser):
-    """An ArgumentParser whose help and usage are passed through :func:`plain`."""
+    """An ArgumentParser whose help and usage are passed through :func:`plain`, and which reads a
+    word that starts with ``-`` and a digit (``-1MB``, ``-.5``) as a value, not as an option, as
+    Python 3.13's argparse does: ``-s -1MB`` then reaches the size parser and is refused as negative
+    instead of with "expected one argument". Subparsers inherit the class."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"-\.?\d")
 
     def format_help(self) -> str:
         return plain(super().format_help())

@@ -53,6 +53,10 @@ def parse_options(items: list[str] | None, typed: bool = False, flag: str = "--o
 def _load_or_generate(args) -> object:
     target = args.target
     if Path(target).exists():
+        given = [f for f, v in (("--ranks", args.ranks), ("--option", args.option)) if v]
+        if given:
+            raise PatternError(f"{' and '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to an algorithm name, not to the file {target!r} "
+                               "(a file's pattern is shown as it is)")
         return load_pattern(target, check=False)   # JSON or MSCCL XML (XML is checked on import)
     if args.ranks is None:
         raise PatternError(f"{target!r} is neither a file nor used with --ranks N "
@@ -85,7 +89,9 @@ def _cmd_verify(args) -> int:
 
 def _cmd_show(args) -> int:
     p = _load_or_generate(args)
-    print(p.show(max_steps=args.max_steps))
+    if args.max_steps < 0:
+        raise PatternError(f"--max-steps {args.max_steps}: must be 0 (every step) or more")
+    print(p.show(max_steps=args.max_steps or None))
     return 0
 
 
@@ -145,9 +151,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     v.set_defaults(func=_wrap(_cmd_verify))
     s = ps.add_parser("show", help="print a pattern compactly (a file, or an algorithm with --ranks)")
     s.add_argument("target", metavar="FILE|ALGO")
-    s.add_argument("--ranks", "-n", type=int)
-    s.add_argument("--option", "-O", action="append", metavar="KEY=VALUE")
-    s.add_argument("--max-steps", type=int, default=40)
+    s.add_argument("--ranks", "-n", type=int, help="ranks, with an algorithm name (not with a file)")
+    s.add_argument("--option", "-O", action="append", metavar="KEY=VALUE",
+                   help="generator option, with an algorithm name (repeatable)")
+    s.add_argument("--max-steps", type=int, default=40, help="list at most this many steps; 0: every step "
+                   "(default 40)")
     s.set_defaults(func=_wrap(_cmd_show))
     lst = ps.add_parser("list", help="list the registered generators with their options, types and defaults")
     lst.add_argument("--json", action="store_true", help="print one JSON document (schema reactccl.generators/1)")

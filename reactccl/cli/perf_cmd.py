@@ -67,8 +67,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _sizes(args) -> list[int]:
-    lo, hi = parse_nccl_size(args.minbytes), parse_nccl_size(args.maxbytes)
-    step = parse_nccl_size(args.stepbytes) if args.stepbytes is not None else None
+    lo, hi = parse_nccl_size(args.minbytes, "-b/--minbytes"), parse_nccl_size(args.maxbytes, "-e/--maxbytes")
+    step = parse_nccl_size(args.stepbytes, "-i/--stepbytes") if args.stepbytes is not None else None
     return nccl_sizes(lo, hi, args.stepfactor, step)
 
 

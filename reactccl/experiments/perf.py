@@ -64,9 +64,10 @@ class PerfRow:
         return asdict(self)
 
 
-def parse_nccl_size(text: str | int) -> int:
+def parse_nccl_size(text: str | int, what: str = "size") -> int:
     """``"8"``, ``"1K"``, ``"128M"``, ``"1G"`` (binary, as nccl-tests' ``-b``/``-e``), or a size
-    with a unit such as ``"20MB"``/``"64MiB"`` (:func:`reactccl.topology.parse_size`).
+    with a unit such as ``"20MB"``/``"64MiB"`` (:func:`reactccl.topology.parse_size`). ``what``
+    names the field in errors (e.g. ``"-b/--minbytes"``).
 
     Raises:
         ValueError: not a size, or negative.
@@ -80,9 +81,9 @@ def parse_nccl_size(text: str | int) -> int:
     if t.isdigit():
         return int(t)
     from ..topology import parse_size
-    v = parse_size(t, "size")
+    v = parse_size(t, what)
     if v < 0 or v != int(v):
-        raise ValueError(f"size {text!r}: expected a whole number of bytes")
+        raise ValueError(f"{what} {text!r}: expected a whole number of bytes")
     return int(v)
 
 

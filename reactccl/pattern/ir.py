@@ -457,7 +457,18 @@ class CollectivePattern:
 
     def show(self, max_steps: int | None = 40) -> str:
         """A compact human-readable listing: one line per step, flows grouped by
-        chunk graph as ``src>dst[chunks]`` (``+`` reduce, ``=`` copy)."""
+        chunk graph as ``src>dst[chunks]`` (``+`` reduce, ``=`` copy).
+
+        Args:
+            max_steps: list at most this many steps (the rest as one ``... N more steps``
+                line); ``None`` lists every step.
+
+        Raises:
+            ValueError: ``max_steps`` is not a positive integer or ``None``.
+        """
+        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer))
+                                      or max_steps < 1):
+            raise ValueError(f"show: max_steps must be a positive integer or None, got {max_steps!r}")
         lines = [repr(self)]
         graphs = self.chunk_graphs()
         lines.append(f"  chunk graphs: {len(graphs)}; chunk sizes: "

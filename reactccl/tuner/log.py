@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..pattern import CollectivePattern
 from ..trace import format_time
 
@@ -37,7 +39,9 @@ class Decision:
         reverted: this trial was undone because it did not gain (1 + τ_r).
         reverts: for kind "revert", the index of the decision it undid.
         verdict_t: the keep/revert test statistic of a trial (> 0 favours keeping; see
-            :class:`~reactccl.tuner.controller.ReactController`), None for the mean rule.
+            :class:`~reactccl.tuner.controller.ReactController`), None for the mean rule;
+            ±inf when both samples have no spread (decided by the means; :meth:`to_dict` writes
+            it as the text ``"+inf"``/``"-inf"``, so the JSON stays standard).
         trial_epochs: epochs the trial ran before its verdict.
     """
 
@@ -74,7 +78,7 @@ class Decision:
                 "estimated_gain": self.estimated_gain, "estimated_epoch_gain": self.estimated_epoch_gain,
                 "measured_before_s": self.measured_before,
                 "measured_after_s": self.measured_after, "measured_gain": self.measured_gain,
-                "reverted": self.reverted, "reverts": self.reverts, "verdict_t": self.verdict_t,
+                "reverted": self.reverted, "reverts": self.reverts, "verdict_t": _json_t(self.verdict_t),
                 "trial_epochs": self.trial_epochs,
                 "pattern": {"src": self.pattern.src.tolist(), "dst": self.pattern.dst.tolist()}}
 
@@ -114,9 +118,16 @@ class Decision:
             gain += f" (whole epoch x{self.estimated_epoch_gain:.3f})"
         meas = f", measured x{self.measured_gain:.3f}" if self.measured_gain else ""
         if self.verdict_t is not None:
-            meas += f" over {self.trial_epochs} epochs (test t = {self.verdict_t:+.2f})"
+            t = self.verdict_t
+            test = f"test t = {t:+.2f}" if np.isfinite(t) else "no spread in the epoch times: decided by the means"
+            meas += f" over {self.trial_epochs} epochs ({test})"
         lines.append(f"  {gain}{meas} ({self.tried} swaps tried){'; REVERTED' if self.reverted else ''}")
         return "\n".join(lines)
+
+
+def _json_t(t: float | None) -> float | str | None:
+    """A test statistic for JSON: ±inf as text (``json`` would write ``Infinity``, not JSON)."""
+    return t if t is None or np.isfinite(t) else ("+inf" if t > 0 else "-inf")
 
 
 def _t(x: float | None) -> str:
