@@ -12,8 +12,10 @@ def test_time_zero_only_when_allowed_and_named():
     assert parse_time("1us", "--alpha", allow_zero=True) == pytest.approx(1e-6)
     with pytest.raises(UnitError, match="--alpha: must be a positive"):
         parse_time("0", "--alpha")
-    with pytest.raises(UnitError, match="--alpha: cannot parse"):
+    with pytest.raises(UnitError, match="--alpha: must be a non-negative finite number, got '-1us'"):
         parse_time("-1us", "--alpha", allow_zero=True)
+    with pytest.raises(UnitError, match="--alpha: cannot parse"):
+        parse_time("--1us", "--alpha", allow_zero=True)
 
 
 def test_rate_needs_a_unit_on_command_lines():
