@@ -142,7 +142,8 @@ def bench_alibaba(repeat: int, ref_max: int, sizes=(64, 128, 256, 512)) -> None:
         ref = _timed(_ring_epoch(topo, n, 1, "python"), 1) if flows <= ref_max else None
         note = f"{new[2].meta['events']:,} events"
         if st:    # flows whose rate a re-solve may change: what grows faster than the events
-            note += f", {st['solved_flows'] / max(st['solves'], 1):.1f} flows re-solved per solve"
+            note += (f", {st['solved_flows'] / max(st['solves'], 1):.1f} flows re-solved per solve "
+                     f"({st['changed'] / max(st['solves'], 1):.1f} change rate)")
         if prev is not None:
             fl = lambda f: f * math.log(f)  # noqa: E731
             note += f"; x{new[0] / prev[1]:.1f} cost for x2 ranks (flows log flows: x{fl(flows) / fl(prev[0]):.1f})"

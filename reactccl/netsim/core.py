@@ -53,8 +53,8 @@ _CACHE = pins_hold(Path(__file__).parent, PINNED)
 SEND_DONE, ARRIVE, RELEASE, PERIODIC = heap.TRACKED, 1, 2, 3
 # integer scalars in ``si``
 (S_NFLOWS, S_NPL, S_HSIZE, S_EVENTS, S_BATCHES, S_PENDING, S_MAXEV, S_MAXBL, S_ARG, S_NSTATIC, S_SOLVES, S_SOLVED,
- S_HMAX, S_ROUNDS, S_PASSES, S_FULL) = range(16)
-NUM_SI = 16
+ S_HMAX, S_ROUNDS, S_PASSES, S_FULL, S_CHANGED) = range(17)
+NUM_SI = 17
 RATE_TOL = 1e-12
 MAXMIN_TOL = 1e-12  # = reactccl.netsim.maxmin.REL_TOL
 FREEZE_TOL = 1e-9
@@ -524,6 +524,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
             old = FF[f, RATE]
             if FI[f, FRESH] != stamp and abs(r - old) <= RATE_TOL * old:
                 continue
+            si[S_CHANGED] += 1
             left = FF[f, REM] - old * (t - FF[f, TLAST])
             left = left if left > 0.0 else 0.0
             FF[f, REM] = left

@@ -200,10 +200,12 @@ class CompiledEngine(FluidEngine):
 
     @property
     def stats(self) -> dict[str, int]:
-        """The kernel's counters of the last run: solves, flows solved, largest heap, water-filling
-        rounds, passes (solve + check) and full-component fallbacks."""
+        """The kernel's counters of the last run: solves, flows solved, flows whose rate a solve
+        changed (``changed``: what the exact per-flow model must update; how tight the re-solved set
+        is), largest heap, water-filling rounds, passes (solve + check) and full-component fallbacks."""
         si = self._si
         return {"solves": int(si[core.S_SOLVES]), "solved_flows": int(si[core.S_SOLVED]),
+                "changed": int(si[core.S_CHANGED]),
                 "heap_max": int(si[core.S_HMAX]), "rounds": int(si[core.S_ROUNDS]),
                 "passes": int(si[core.S_PASSES]), "full": int(si[core.S_FULL])}
 
