@@ -30,9 +30,11 @@ def private_state_dir(tmp_path, monkeypatch):
 
 
 def _leftovers(prefix):
+    """Namespaces of ``prefix`` and traffic processes of *this checkout's* script still alive (a test
+    run from another clone on the same machine, e.g. CI beside a newcomer check, runs its own path)."""
     ns = netns_mod.list_namespaces(prefix + "-")
     procs = subprocess.run(["pgrep", "-f", "traffic.py"], capture_output=True, text=True).stdout.split()
-    return ns, [p for p in procs if int(p) != os.getpid()]
+    return ns, [p for p in procs if int(p) != os.getpid() and testbed_mod._is_traffic(int(p))]
 
 
 def test_up_down_leaves_nothing(tmp_path):
