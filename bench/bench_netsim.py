@@ -9,6 +9,8 @@ Cases (20 MB ring AllReduce, random placement, 4 ECMP ports, step order, unless 
 3. ``ring-ali-N``: one epoch, N ranks on the 720-host Alibaba-style fabric, N = 64 .. 512
    (target: 512 < 20 s), with the growth of the cost per doubling beside flows x log(flows) and the
    flows each max-min re-solve took up (the compiled kernel's ``solved_flows / solves``);
+3b. ``ring-aliH-N`` (``alibaba-scaled``): the same rings on a fabric that grows with the job
+   (H = 90 .. 720 hosts, ``tors = 48 N / 512``), so the flows that share a ToR uplink stay the same;
 4. ``two-jobs-256``: two 256-rank jobs on that fabric, 10 epochs (target < 60 s);
 5. ``fig5a``: the full ``reactccl experiment fig5a`` on 2 workers (target <= 15 s; 46 s on main).
 
@@ -30,6 +32,16 @@ one ECMP call per plan) against 1440d6e, same hour, bit-identical epoch times:
     two-jobs-256 x10   60.5 quiet, 66.4 load 56.2 quiet, 59.2 load < 60 s (met, thin margin)
     ring-ali-512       11.5                 11.5                 < 20 s
     growth 256 -> 512  x8.5                 x8.6                 ~x4.5   (missed)
+
+Stop 26, the same doubling at a constant load (``alibaba-scaled``) beside the fixed fabric, one run:
+
+    N: 64 -> 128 -> 256 -> 512   fixed 720 hosts          scaled 90 -> 720 hosts   flows log flows
+    flows re-solved per solve    2.7, 3.2, 4.8, 9.3       6.8, 9.4, 9.7, 9.3
+    cost for x2 ranks            x4.6, x5.1, x7.7         x6.8, x4.8, x4.4         x4.7, x4.6, x4.5
+    CPU us per re-solved flow    1.95, 1.78, 1.46, 1.39   0.91, 1.06, 1.23, 1.41
+
+So where the flows sharing a bottleneck stay the same, a doubling costs what flows x log(flows)
+allows; on the fixed fabric the extra factor is the re-solved set (x1.9 at 256 -> 512).
 
 The growth is the model's own: the rate changes a max-min re-solve must make per event grow with
 the flows sharing a bottleneck (about 3 per event at 256 ranks, 7 at 512: x9 in all for x2 ranks),
@@ -66,7 +78,7 @@ from reactccl.netsim import CompiledEngine, Job, RandomPairs, SimulatedCluster, 
 from reactccl.topology import alibaba, fat_tree
 
 ROWS: list[tuple] = []
-CASES = {"tree", "ft8", "alibaba", "two-jobs", "fig5a"}   # names --skip takes
+CASES = {"tree", "ft8", "alibaba", "alibaba-scaled", "two-jobs", "fig5a"}   # names --skip takes
 
 
 def _timed(fn, repeat: int) -> tuple[float, float, object]:
@@ -132,23 +144,30 @@ def _solver_stats(seen: dict):
         CompiledEngine.run = run
 
 
-def bench_alibaba(repeat: int, ref_max: int, sizes=(64, 128, 256, 512)) -> None:
-    topo = alibaba()
+def bench_alibaba(repeat: int, ref_max: int, sizes=(64, 128, 256, 512), scaled: bool = False) -> None:
+    """Rings of ``sizes`` ranks on the 720-host fabric (``scaled=False``: the load on its ToR
+    uplinks doubles with the job), or on a fabric that grows with the job (``scaled=True``:
+    ``alibaba(tors=48 n / 512)``, about 10.7 ranks per ToR at every size, so the flows that share
+    an uplink stay about the same). Each row prints the cost growth per doubling beside
+    flows x log(flows) and the kernel's CPU time per re-solved flow."""
     prev = None
     for n in sizes:
+        topo = alibaba(tors=max(1, round(48 * n / 512))) if scaled else alibaba()
         flows = 2 * n * (n - 1)
         with _solver_stats({}) as st:
             new = _timed(_ring_epoch(topo, n, 1, "compiled"), repeat)
         ref = _timed(_ring_epoch(topo, n, 1, "python"), 1) if flows <= ref_max else None
         note = f"{new[2].meta['events']:,} events"
         if st:    # flows whose rate a re-solve may change: what grows faster than the events
+            solved = max(st["solved_flows"], 1)
             note += (f", {st['solved_flows'] / max(st['solves'], 1):.1f} flows re-solved per solve "
-                     f"({st['changed'] / max(st['solves'], 1):.1f} change rate)")
+                     f"({st['changed'] / max(st['solves'], 1):.1f} change rate, {new[0] / solved * 1e6:.2f} us each)")
         if prev is not None:
             fl = lambda f: f * math.log(f)  # noqa: E731
             note += f"; x{new[0] / prev[1]:.1f} cost for x2 ranks (flows log flows: x{fl(flows) / fl(prev[0]):.1f})"
         prev = (flows, new[0])
-        _row(f"ring-ali-{n}", flows, "< 20 s" if n == 512 else "", new, ref, note)
+        name = f"ring-ali{topo.num_hosts}-{n}" if scaled else f"ring-ali-{n}"
+        _row(name, flows, "< 20 s" if n == 512 and not scaled else "", new, ref, note)
 
 
 def bench_two_jobs(repeat: int) -> None:
@@ -183,7 +202,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="best of N runs of the compiled engine (default 1)")
     ap.add_argument("--reference-max", type=int, default=40_000,
                     help="run the Python reference only up to this many flows per epoch (default 40,000)")
-    ap.add_argument("--skip", default="", help="comma-separated cases to skip: tree,ft8,alibaba,two-jobs,fig5a")
+    ap.add_argument("--skip", default="", help="comma-separated cases to skip: tree,ft8,alibaba,alibaba-scaled,two-jobs,fig5a")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     if skip - CASES:
@@ -200,6 +219,8 @@ def main() -> None:
         bench_ring_ft8(args.repeat, args.reference_max)
     if "alibaba" not in skip:
         bench_alibaba(args.repeat, args.reference_max)
+    if "alibaba-scaled" not in skip:
+        bench_alibaba(args.repeat, args.reference_max, scaled=True)
     if "two-jobs" not in skip:
         bench_two_jobs(args.repeat)
     if "fig5a" not in skip:
