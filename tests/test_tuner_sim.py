@@ -36,3 +36,16 @@ def test_tuner_imports_no_simulator_or_torch():
             "'reactccl.runtime', 'reactccl.topology', 'torch'))]; print(bad); sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_react_keeps_the_root_of_a_broadcast_and_a_reduce():
+    # ① used to swap the congested root with another rank: the saved pattern broadcast rank 3's buffer
+    # (root=3) and still verified, against its own moved root
+    for algo, hot in (("binomial-broadcast", 0), ("binomial-reduce", 0)):
+        p = generate(algo, 8)
+        assert p.root == 0
+        cl = SimulatedCluster(star(16), list(range(8)), 20e6, background=[IntoRanks((hot, 3), p=2)], seed=1)
+        react = run_react(cl, p, 40, ReactParams(seed=1))
+        for d in react.decisions:
+            assert d.pattern.root == 0, (algo, d.swaps)
+            assert not any(s["transform"] == 1 and 0 in (s["a"], s["b"]) for s in d.swaps), (algo, d.swaps)

@@ -135,3 +135,15 @@ def test_viable_sets_follow_relabellings():
     after = nxt.apply(sw3)
     assert vs.for_graph(after, 1).as_set() == find_viable_swaps(after.pattern, graphs=[1]).as_set()
     assert vs.computed == 2
+
+
+def test_global_swap_never_moves_the_root_of_a_rooted_collective():
+    for algo in ("binomial-broadcast", "binomial-reduce"):
+        pl = Placement(generate(algo, 8))
+        assert pl.pinned == 0 and not pl.allows_global(0, 3) and pl.allows_global(2, 5)
+        with pytest.raises(TunerError, match="rank 0 is the .*root"):
+            pl.apply(Swap(Transform.GLOBAL, 0, 3))
+        q = pl.apply(Swap(Transform.GLOBAL, 2, 5))
+        assert q.pattern.root == 0 and q.pinned == 0
+    ar = Placement(generate("nccl-tree", 8))
+    assert ar.pinned is None and ar.allows_global(0, 3)

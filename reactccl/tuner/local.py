@@ -147,8 +147,8 @@ def _moves(placement: Placement, pattern: CollectivePattern, viable: ViableSwaps
                     seen.add(sw)
                     mine.append(sw)
         glob = []
-        if placement.supports_global:
-            for y in [y for y in cool if y != r][:partners]:
+        if placement.allows_global(r, r):
+            for y in [y for y in cool if y != r and y != placement.pinned][:partners]:
                 sw = Swap(Transform.GLOBAL, min(r, y), max(r, y))
                 if sw not in seen:
                     seen.add(sw)

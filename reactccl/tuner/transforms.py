@@ -124,8 +124,27 @@ class Placement:
         """Whether ① is available (blocked collectives need equal block layouts)."""
         return not self.original.collective.is_blocked or self._blocks is not None
 
+    @property
+    def pinned(self) -> int | None:
+        """The rank ① must not move, or None: the root of a Broadcast or Reduce. The caller
+        named it (``root=`` in NCCL's ncclBroadcast/ncclReduce), so a ① swap that moved it would
+        compute another collective (another rank's buffer broadcast) which still verifies
+        against its own, moved, root."""
+        p = self.original
+        return int(self.kappa[p.root]) if p.collective.needs_root else None
+
+    def allows_global(self, a: int, b: int) -> bool:
+        """Whether ① may swap ranks ``a`` and ``b``: :attr:`supports_global`, and neither is
+        :attr:`pinned`."""
+        return self.supports_global and self.pinned not in (a, b)
+
     def apply(self, swap: Swap) -> "Placement":
-        """The placement after ``swap`` (its ranks are current labels). Not verified here."""
+        """The placement after ``swap`` (its ranks are current labels). Not verified here.
+
+        Raises:
+            TunerError: a rank out of range; a ① swap of a pattern whose blocks differ in
+                layout, or one that moves the root of a Broadcast/Reduce (:attr:`pinned`).
+        """
         n = self.original.num_ranks
         for r in (swap.a, swap.b):
             if not 0 <= r < n:
@@ -133,6 +152,9 @@ class Placement:
         if swap.kind is Transform.GLOBAL:
             if not self.supports_global:
                 raise TunerError("swap ①: blocks of this pattern differ in layout; a global swap cannot move them")
+            if self.pinned in (swap.a, swap.b):
+                raise TunerError(f"swap ① {swap.a}<->{swap.b}: rank {self.pinned} is the "
+                                 f"{self.original.collective.value}'s root, which ① must not move")
             sig = np.arange(n)
             sig[swap.a], sig[swap.b] = swap.b, swap.a
             return Placement(self.original, sig[self.src], sig[self.dst], sig[self.kappa], _checked=True)
