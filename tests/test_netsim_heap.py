@@ -30,11 +30,15 @@ def test_heap_pops_in_time_kind_id_order_and_tracks_moved_entries():
             t = float(rng.integers(20))          # ties on time are common
             if rng.random() < 0.6 and len(live) < 50:
                 i = next(j for j in range(50) if j not in live)
-                ht, hk, hi, hv = heap.heap_push(ht, hk, hi, hv, pos, 0, n, t, heap.TRACKED, i, step)
+                if n >= len(ht):
+                    ht, hk, hi, hv = heap.heap_grow(ht, hk, hi, hv, n + 1)
+                heap.heap_push(ht, hk, hi, hv, pos, 0, n, t, heap.TRACKED, i, step)
                 live[i] = (t, step)
             else:
                 k, i = int(rng.integers(1, 3)), int(rng.integers(5))
-                ht, hk, hi, hv = heap.heap_push(ht, hk, hi, hv, pos, 0, n, t, k, i, 0)
+                if n >= len(ht):
+                    ht, hk, hi, hv = heap.heap_grow(ht, hk, hi, hv, n + 1)
+                heap.heap_push(ht, hk, hi, hv, pos, 0, n, t, k, i, 0)
                 other.append((t, k, i))
             n += 1
         elif op == 1 and live:                   # move a tracked entry to a new time

@@ -41,12 +41,12 @@ from numba import njit
 
 from ..numba_cache import pins_hold
 from . import heap, prepare
-from .heap import grow, heap_move, heap_pop, heap_push, heapify
+from .heap import grow, heap_grow, heap_move, heap_pop, heap_push, heapify
 
 # numba checks a cache entry against its own source file only, and the kernel has heap.py and
 # prepare.py compiled in: their hashes are pinned here (tests/test_netsim_heap.py checks the
 # pins), so an edit there is an edit here; while a pin is off, nothing of this module is cached.
-PINNED = {"heap.py": "6fb6d0802932cb0f", "prepare.py": "439414c67ee3b7a9"}
+PINNED = {"heap.py": "6969b2cf710cb49b", "prepare.py": "439414c67ee3b7a9"}
 
 
 _CACHE = pins_hold(Path(__file__).parent, PINNED)
@@ -89,10 +89,10 @@ def water_fill(comp_f, comp_l, cap, lbuf, lstart, lcnt, plinks, FF, FI, lin, sta
                 c -= FF[f, RATE]
         crem[l] = c if c > 0.0 else 0.0
         nrem[l] = n
+    if len(unfixed) < len(comp_f):          # grown before the loop: an array assigned in a loop
+        unfixed = grow(unfixed, len(comp_f))  # costs numba a reference count per iteration
     nu = 0
     for f in comp_f:
-        if nu >= len(unfixed):
-            unfixed = grow(unfixed, nu + 1)
         unfixed[nu] = f
         nu += 1
     rounds = 0
@@ -250,6 +250,8 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
         if hsize == 0:
             status = 1
             break
+        # the heap has room for the batch: each push in it (an arrival, a periodic source's next
+        # emission) follows the pop of the entry it replaces, so it never outgrows its size here
         t = ht[0]
         limit = t + abs(t) * sf[1]
         nst = 0
@@ -271,7 +273,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                     inflight[o] -= 1
                 FF[i, SEND_END] = t
                 FF[i, REM] = 0.0
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, HPOS, hsize, t + FF[i, LAT], ARRIVE, i, 0)
+                heap_push(ht, hk, hi, hv, FI, HPOS, hsize, t + FF[i, LAT], ARRIVE, i, 0)
                 hsize += 1
                 if i < nstatic:
                     nst = _feed(sent_ptr, sent, i, jwait, jptr, jkids, FI, started, nst, stack)
@@ -323,7 +325,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 started[nst] = fid
                 nst += 1
                 next_periodic[i] = t + per_period[i]
-                ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, HPOS, hsize, t + per_period[i], PERIODIC, i, 0)
+                heap_push(ht, hk, hi, hv, FI, HPOS, hsize, t + per_period[i], PERIODIC, i, 0)
                 hsize += 1
         if status:
             break
@@ -518,6 +520,8 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 si[S_FULL] += 1
             break
         si[S_SOLVED] += ncf
+        if hsize + ncf > len(ht):             # room for a finish entry per flow, before the loop
+            ht, hk, hi, hv = heap_grow(ht, hk, hi, hv, hsize + ncf)
         for x in range(ncf):
             f = comp_f[x]
             r = FF[f, NEWRATE]
@@ -538,8 +542,7 @@ def run_loop(cap, child_ptr, child, sent_ptr, sent, jwait, jptr, jkids,
                 if FI[f, HPOS] >= 0:
                     heap_move(ht, hk, hi, hv, FI, HPOS, FI[f, HPOS], hsize, t + left / r, FI[f, VERSION])
                 else:
-                    ht, hk, hi, hv = heap_push(ht, hk, hi, hv, FI, HPOS, hsize, t + left / r, SEND_DONE, f,
-                                               FI[f, VERSION])
+                    heap_push(ht, hk, hi, hv, FI, HPOS, hsize, t + left / r, SEND_DONE, f, FI[f, VERSION])
                     hsize += 1
     return status, plinks, FF, FI
 
