@@ -147,8 +147,9 @@ def _moves(placement: Placement, pattern: CollectivePattern, viable: ViableSwaps
                     seen.add(sw)
                     mine.append(sw)
         glob = []
+        pin = placement.pinned
         if placement.allows_global(r, r):
-            for y in [y for y in cool if y != r and y != placement.pinned][:partners]:
+            for y in [y for y in cool if y != r and y != pin][:partners]:
                 sw = Swap(Transform.GLOBAL, min(r, y), max(r, y))
                 if sw not in seen:
                     seen.add(sw)

@@ -132,7 +132,8 @@ def candidate_swaps(placement: Placement, table: DegreeTable, viable: ViableSwap
             y = int(s.b[i] if s.a[i] == r else s.a[i])
             out.append(Swap(Transform.CHUNK, r, y, g))
     if placement.allows_global(r, r):
-        out.extend(Swap(Transform.GLOBAL, r, y) for y in range(N) if y != r and y != placement.pinned)
+        pin = placement.pinned
+        out.extend(Swap(Transform.GLOBAL, r, y) for y in range(N) if y != r and y != pin)
     tiers: dict[tuple[bool, int], list[tuple[Swap, bool]]] = {}
     for sw in out:
         if sw.b in exclude or sw in tabu or not table.within_budget(sw):
