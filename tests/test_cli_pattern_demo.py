@@ -4,22 +4,40 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from reactccl.cli.demo_cmd import fitting_topologies
 from reactccl.cli.main import main
 from reactccl.cli.pattern_cmd import parse_options
 
 
+def _read_then_close(args: list[str], lines: int) -> tuple[list[bytes], str, int]:
+    """Run ``reactccl ARGS``, read ``lines`` lines of its stdout, close the pipe; returns the lines
+    read, stderr and the exit code (a 60 s timeout)."""
+    cmd = [sys.executable, "-m", "reactccl.cli.main", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    got = [proc.stdout.readline() for _ in range(lines)]
+    proc.stdout.close()
+    err = proc.stderr.read()
+    return got, err.decode(), proc.wait(timeout=60)
+
+
 def test_closed_pipe_ends_quietly():
     # `reactccl pattern show ... | head -1`: the output (~300 KB) overflows the pipe, the reader
     # closes it after one line; the command must stop without an error message
-    cmd = [sys.executable, "-m", "reactccl.cli.main", "pattern", "show", "ring", "-n", "128", "--max-steps", "300"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    first = proc.stdout.readline()
-    proc.stdout.close()
-    err = proc.stderr.read()
-    rc = proc.wait(timeout=60)
-    assert first.startswith(b"CollectivePattern('ring'")
-    assert (err.decode(), rc) == ("", 141)
+    first, err, rc = _read_then_close(["pattern", "show", "ring", "-n", "128", "--max-steps", "300"], 1)
+    assert first[0].startswith(b"CollectivePattern('ring'")
+    assert (err, rc) == ("", 141)
+
+
+@pytest.mark.parametrize("args", [["simulate", "-a", "ring", "-n", "8", "-t", "star:hosts=8", "-e", "2"],
+                                  ["experiment", "list"]])
+def test_closed_pipe_is_141_for_rich_output_too(args):
+    # these print through rich, whose Console.on_broken_pipe would exit 1: the reader closes the
+    # pipe before the first line, so the command's first write fails
+    got, err, rc = _read_then_close(args, 0)
+    assert (got, rc) == ([], 141)
+    assert "Traceback" not in err and "Error" not in err
 
 
 def test_options_reach_the_generator_as_text(capsys):

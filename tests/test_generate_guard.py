@@ -100,3 +100,19 @@ def test_tree_sweep_time_is_bounded_before_work(monkeypatch):
     monkeypatch.setattr(sp_goodput, "MAX_SWEEP_LINKS", 100_000_000)
     with pytest.raises(PatternError, match=r"k-SP sweep over k = 1, 2, 3, 4, 5 on torus 256x256: its routes cover 146,213,760 links in all, about 1 min"):
         check_tree_sweep(fab, [1, 2, 3, 4, 5], max_bytes=1 << 40)  # memory allowed: time still bounded
+
+
+DIMS = ["bucket", "k-sp-allreduce", "sp-allreduce", "sp-allreduce-2h1", "swing-b", "swing-l", "trivance-b",
+        "trivance-l"]
+
+
+@pytest.mark.parametrize("name", DIMS)
+@pytest.mark.parametrize("dims", ["0", "-2"])
+def test_dims_below_one_is_named(name, dims, capsys):
+    # dims=0 used to divide by zero (a traceback); dims=-2 spoke of a "-2-D torus"
+    with pytest.raises(PatternError, match=f"^{name} with 16 ranks: option dims: expected an integer >= 1 "
+                                           rf"\(torus dimensions\), got {dims}$"):
+        generate(name, 16, dims=int(dims))
+    assert main(["pattern", "generate", name, "--ranks", "16", "-O", f"dims={dims}"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {name} with 16 ranks: option dims: expected an integer >= 1 (torus dimensions), got {dims}\n"

@@ -212,6 +212,51 @@ def test_bad_attribute_named():
         from_msccl_xml(_hd().replace('srcoff="2" dstbuf="i" dstoff="2" cnt="2"', 'srcoff="3" dstbuf="i" dstoff="3" cnt="2"', 1))
 
 
+def _adds_wrong_chunk():
+    # the ring's first reduce on gpu 0 channel 1 reads cell 2 but receives chunk 1
+    text = to_msccl_xml(generate("ring", 4))
+    old = 'type="rrs" srcbuf="i" srcoff="1" dstbuf="i" dstoff="1"'
+    assert old in text
+    return text.replace(old, 'type="rrs" srcbuf="i" srcoff="2" dstbuf="i" dstoff="1"', 1)
+
+
+def _drops_last_receive():
+    lines = (DATA / "msccl_ring_allreduce_4.xml").read_text().splitlines()
+    last = max(i for i, l in enumerate(lines) if 'type="r"' in l)
+    return "\n".join(lines[:last] + lines[last + 1:])
+
+
+@pytest.mark.parametrize("make, why", [
+    (_adds_wrong_chunk, "gpu 0, tb 1, step 0 (rrs): adds chunk 1 into chunk 2"),
+    (_drops_last_receive, "gpu 2 sends 6 times to gpu 3 on channel 0 but gpu 3 receives 5"),
+    (lambda: _hd().replace('cnt="2" depid="1" deps="3"', 'cnt="2" depid="0" deps="3"', 1), "deadlock: "),
+])
+def test_cli_xml_that_fails_its_check_is_fail_exit_1(tmp_path, capsys, make, why):
+    # a program that parses but does not compute its collective: FAIL (exit 1), as for JSON
+    f = tmp_path / "bad.xml"
+    f.write_text(make())
+    assert main(["pattern", "verify", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"FAIL {f}: ") and why in out and out.count("\n") == 1
+    assert main(["pattern", "import", str(f)]) == 1
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.startswith(f"FAIL {f}: ") and why in cap.err
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda: _hd()[:-40], "not well-formed XML"),
+    (lambda: _hd().replace('nchunksperloop="4"', "", 1), "attribute 'nchunksperloop' missing"),
+    (lambda: _hd().replace('type="rrc"', 'type="rrx"', 1), "unknown type 'rrx'"),
+])
+def test_cli_xml_that_is_not_a_pattern_is_exit_2(tmp_path, capsys, make, why):
+    f = tmp_path / "bad.xml"
+    f.write_text(make())
+    for action in ("verify", "import"):
+        assert main(["pattern", action, str(f)]) == 2
+        cap = capsys.readouterr()
+        assert cap.out == "" and "FAIL" not in cap.err and why in cap.err and cap.err.count("\n") == 1
+
+
 def test_allgather_exports_on_output_buffer():
     root, tbs = _steps(to_msccl_xml(generate("ring-allgather", 4)))
     assert root.get("coll") == "allgather"

@@ -30,9 +30,12 @@ def test_unknown_engine_is_named():
         make_network("ns2", star(4))
 
 
-def test_transport_without_packet_engine_is_refused(capsys):
-    assert main(["simulate", "-a", "ring", "-n", "4", "-t", "star:hosts=4", "-e", "1", "--transport", "default"]) == 2
-    assert "--transport: only used with --engine packet" in capsys.readouterr().err
+@pytest.mark.parametrize("transport", ["default", "dctcp"])
+def test_transport_without_packet_engine_is_refused(capsys, transport):
+    # dctcp (packet's default) used to pass silently: the fluid engine has no transport
+    assert main(["simulate", "-a", "ring", "-n", "4", "-t", "star:hosts=4", "-e", "1", "--transport", transport]) == 2
+    assert capsys.readouterr().err == (f"error: --transport: only used with --engine packet (given: {transport}); "
+                                       "add --engine packet or leave it out\n")
 
 
 def test_experiment_size_needs_packet_engine(capsys):

@@ -104,3 +104,33 @@ def test_perf_under_torchrun_gloo():
     rows = [l.split() for l in proc.stdout.splitlines() if l and not l.startswith("#")]
     assert [(r[0], r[-1]) for r in rows] == [("1024", "0"), ("4096", "0")] * 2
     assert out.count("Out of bounds values : 0 OK") == 2
+
+
+SIM = ["--ranks", "4", "--topology", "star:hosts=4", "-a", "ring", "-n", "1", "-w", "0"]
+
+
+@pytest.mark.parametrize("argv, err", [
+    (["--engine", "bogus"], "error: --engine bogus: expected one of fluid, compiled, python\n"),
+    (["--engine", "packet"], "error: --engine packet: perf runs on the flow-level simulator only (fluid, compiled, "
+                             "python); for packet level use `reactccl simulate --engine packet` (needs pip install "
+                             "'reactccl[ns3]')\n"),
+    # nccl-tests' count = size / wordSize: 7 bytes of double is no element (it printed count 0 and a busbw)
+    (["-b", "7", "-e", "7", "-d", "double"], "error: -b/--minbytes 7: smaller than one double element (8 bytes); "
+                                             "sizes count whole elements, as in nccl-tests\n"),
+    # refused before any rank starts (dist_sweep would refuse it only after init_process_group)
+    (["-b", "8", "-e", "8", "-d", "uint64", "--backend", "gloo"],
+     "error: -d uint64: not supported on real ranks (use one of float, double, half, bfloat16, int8, uint8, int32, "
+     "int64)\n"),
+])
+def test_cli_refuses_engine_dtype_and_size(argv, err, capsys):
+    assert main(["perf", *SIM, *argv]) == 2
+    cap = capsys.readouterr()
+    assert (cap.out, cap.err) == ("", err)
+
+
+def test_sim_sizes_are_whole_elements(capsys):
+    # 12 B of double is one element: simulated and reported as 8 B, as nccl-tests' count x wordSize
+    rows = sim_sweep(["ring"], 4, [12, 16], iters=1, warmup=0, dtype="double", topology="star:hosts=4")
+    assert [(r.size, r.count) for r in rows] == [(8, 1), (16, 2)]
+    assert main(["perf", *SIM, "--engine", "compiled", "-b", "8", "-e", "8", "--json"]) == 0
+    assert [r["count"] for r in json.loads(capsys.readouterr().out)["rows"]] == [2]

@@ -179,3 +179,25 @@ def test_bad_options_fail_first_naming_the_option(argv, words, tmp_path, capsys)
     assert main(argv + ["--out", str(tmp_path)] if argv[1] == "goodput" else argv) == 2
     out = capsys.readouterr().err
     assert out.startswith("error: ") and words in out and "depth" not in out and "steps" not in out
+
+
+def test_experiment_out_gets_name_json_directly(tmp_path, monkeypatch, capsys):
+    # --out results used to mean results/sp for the sp-* experiments; now NAME.json lands in --out,
+    # and only the default (no --out) is results/sp, where `sp goodput` writes too
+    monkeypatch.chdir(tmp_path)
+    assert main(["experiment", "sp-hyperx", "--quick", "--no-progress", "--out", "results"]) == 0
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["sp-hyperx.json", "sp-hyperx.png"]
+    assert main(["experiment", "sp-hyperx", "--quick", "--no-progress"]) == 0
+    assert json.loads((tmp_path / "results" / "sp" / "sp-hyperx.json").read_text())["experiment"] == "sp-hyperx"
+
+
+def test_experiment_help_names_every_experiment(capsys):
+    from reactccl.experiments import EXPERIMENTS
+    from reactccl.experiments.sp_figures import EXPERIMENTS as SP
+    with pytest.raises(SystemExit):
+        main(["experiment", "--help"])
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps lines, also after a hyphen
+    assert len(EXPERIMENTS) == 7 and len(SP) == 6
+    for name in [*EXPERIMENTS, *SP]:
+        assert f"({name}," in text or f",{name}," in text or f",{name})" in text, name
+    assert "(default:results;sp-*:results/sp)" in text

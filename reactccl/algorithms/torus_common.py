@@ -40,8 +40,10 @@ def parse_shape(num_ranks: int, shape: Sequence[int] | None, dims: int = 2) -> t
     ``num_ranks``), else the equal-sided ``n^dims`` with ``n**dims == num_ranks``.
 
     Raises:
-        PatternError: no such shape.
+        PatternError: no such shape, or ``dims`` below 1 (named ``dims``).
     """
+    if isinstance(dims, bool) or not isinstance(dims, (int, np.integer)) or dims < 1:
+        raise PatternError(f"option dims: expected an integer >= 1 (torus dimensions), got {dims!r}")
     if shape is not None:
         shape = tuple(int(v) for v in shape)
         if int(np.prod(shape)) != num_ranks:
@@ -49,7 +51,8 @@ def parse_shape(num_ranks: int, shape: Sequence[int] | None, dims: int = 2) -> t
         return shape
     n = int(round(num_ranks ** (1.0 / dims)))
     for cand in (n - 1, n, n + 1):
-        if cand >= 1 and cand ** dims == num_ranks:
+        # 2**dims > num_ranks: only side 1 can fit (and 2**dims would be a huge number)
+        if cand >= 1 and (cand == 1 or dims < int(num_ranks).bit_length()) and cand ** dims == num_ranks:
             return (cand,) * dims
     raise PatternError(f"num_ranks={num_ranks} is not an equal-sided {dims}-D torus; pass shape=(...)")
 

@@ -1,6 +1,7 @@
 """``reactccl experiment NAME``: reproduce one of REACT's simulation figures (§7.3, C.2, C.3).
 
-Writes ``OUT/NAME.json`` and ``OUT/NAME.png`` and prints the improvement table; ``list``
+Writes ``OUT/NAME.json`` and ``OUT/NAME.png`` (``--out``, default ``results``, or ``results/sp``
+for the sp-* experiments, as ``reactccl sp goodput``) and prints the improvement table; ``list``
 shows the experiments.
 """
 
@@ -12,6 +13,7 @@ import json
 from rich.console import Console
 
 from ..experiments import EXPERIMENTS, experiment_table, run_experiment
+from ..experiments.sp_figures import DEFAULT_OUT as SP_DEFAULT_OUT
 from ..experiments.sp_figures import EXPERIMENTS as SP_EXPERIMENTS
 from ..experiments.sp_figures import prepare_out
 from ..experiments.sp_figures import run_experiment as run_sp_experiment
@@ -28,15 +30,30 @@ def _param(text: str) -> tuple[str, object]:
         return key.strip(), value
 
 
+#: Default ``--out`` of REACT's figures (the sp-* ones go where ``reactccl sp goodput`` writes).
+DEFAULT_OUT = "results"
+
+
+def _out_dir(args: argparse.Namespace) -> str:
+    """The folder that gets ``NAME.json`` and ``NAME.png``: ``--out`` as given, else the default."""
+    if args.out is not None:
+        return args.out
+    return SP_DEFAULT_OUT if args.name in SP_EXPERIMENTS else DEFAULT_OUT
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``experiment`` subcommand."""
-    names = ", ".join(EXPERIMENTS)
-    p = sub.add_parser("experiment", help="reproduce a REACT simulation figure (fig5a, fig5b, fig6, ...)",
-                       description=f"Reproduce a REACT simulation experiment: {names}, or 'list'.")
+    every = [*EXPERIMENTS, *SP_EXPERIMENTS]
+    names = ", ".join(every)
+    p = sub.add_parser("experiment", help=f"reproduce a REACT or SP-allreduce simulation figure ({every[0]} ... "
+                                          f"{every[-1]}: see 'experiment list')",
+                       description=f"Reproduce a REACT simulation experiment ({', '.join(EXPERIMENTS)}) or an "
+                                   f"SP-allreduce goodput experiment ({', '.join(SP_EXPERIMENTS)}), or 'list'.")
     p.add_argument("name", help=f"experiment name ({names}) or 'list'")
     p.add_argument("--quick", action="store_true", help="reduced sweep: few settings, 2 scenarios of 30 epochs (sp-*: small fabrics, 3 sizes, seconds)")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all usable CPUs)")
-    p.add_argument("--out", default="results", help="output folder for NAME.json and NAME.png (default: results)")
+    p.add_argument("--out", default=None, help=f"output folder for NAME.json and NAME.png, or NAME-engines.json with "
+                                                f"--engine packet (default: {DEFAULT_OUT}; sp-*: {SP_DEFAULT_OUT})")
     p.add_argument("--seed", type=int, default=0, help="base seed of the scenario generator (default 0)")
     p.add_argument("--scenarios", type=int, default=None, help="scenarios per setting (paper: 10; fig6/fig7: 5)")
     p.add_argument("--epochs", type=int, default=None, help="epochs per run (paper: 100)")
@@ -83,7 +100,7 @@ def _run_engines(args: argparse.Namespace, console: Console) -> int:
 
     try:
         size = None if args.size is None else parse_size(args.size, "size")
-        doc = run_both_engines(args.name, args.out, args.jobs, dict(args.param), progress=not args.no_progress,
+        doc = run_both_engines(args.name, _out_dir(args), args.jobs, dict(args.param), progress=not args.no_progress,
                                console=Console(stderr=True), scenarios=args.scenarios, epochs=args.epochs,
                                warmup=args.warmup, seed=args.seed, size=size, cluster=args.cluster)
     except (ValueError, UnitError, PacketSimUnavailable, PacketSimError) as exc:
@@ -121,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.name in EXPERIMENTS or args.name in SP_EXPERIMENTS:
         try:  # a bad --out fails now, not after the whole run
-            prepare_out(args.out if args.out != "results" or args.name not in SP_EXPERIMENTS else "results/sp")
+            prepare_out(_out_dir(args))
         except ValueError as exc:
             return report(exc, "experiment")
     if args.name in SP_EXPERIMENTS:
@@ -131,9 +148,8 @@ def run(args: argparse.Namespace) -> int:
                           f"SP-allreduce experiments (deterministic, one run per setting); use --quick/--out/"
                           f"--no-progress here, or `reactccl sp goodput {args.name} --help` for their own options",
                           "experiment")
-        out = args.out if args.out != "results" else "results/sp"
         try:
-            console.print(run_sp_experiment(args.name, out, quick=args.quick,
+            console.print(run_sp_experiment(args.name, _out_dir(args), quick=args.quick,
                                             log=None if args.no_progress else progress),
                           markup=False, highlight=False)
         except ValueError as exc:
@@ -148,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         return report("--size: only used with --engine packet", "experiment")
     try:
         _check_params(dict(args.param))
-        doc = run_experiment(args.name, quick=args.quick, jobs=args.jobs, out=args.out, seed=args.seed,
+        doc = run_experiment(args.name, quick=args.quick, jobs=args.jobs, out=_out_dir(args), seed=args.seed,
                              scenarios=args.scenarios, epochs=args.epochs, warmup=args.warmup,
                              params=dict(args.param), progress=not args.no_progress and not args.json,
                              console=Console(stderr=True), cluster=args.cluster)

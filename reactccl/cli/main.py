@@ -9,6 +9,8 @@ subcommand's help is free of docstring markup; ``reactccl --version`` prints the
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import sys
 
@@ -40,6 +42,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _raise_broken_pipe(console) -> None:
+    """Replacement for rich's ``Console.on_broken_pipe``, which exits with ``SystemExit(1)``:
+    drop the console's buffered output and raise BrokenPipeError, which :func:`main` turns into 141."""
+    console.quiet = True
+    raise BrokenPipeError(errno.EPIPE, "output pipe closed")
+
+
+@contextlib.contextmanager
+def _closed_pipe_raises():
+    """While a command runs, every rich Console (the CLI's and the library's) lets a closed pipe
+    reach :func:`main` as BrokenPipeError; restored afterwards, so library users keep rich's way."""
+    from rich.console import Console
+    saved = Console.on_broken_pipe
+    Console.on_broken_pipe = _raise_broken_pipe
+    try:
+        yield
+    finally:
+        Console.on_broken_pipe = saved
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit code (141, quietly, when a reader such as
     ``head`` closes the output early, like other Unix tools). Bad input that a command lets
@@ -47,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     never a traceback (``REACTCCL_TRACEBACK=1`` shows it)."""
     args = build_parser().parse_args(argv)
     try:
-        code = int(args.func(args) or 0)
+        with _closed_pipe_raises():
+            code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe may only show at this last write
         return code
     except KeyboardInterrupt:

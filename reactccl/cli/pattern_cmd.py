@@ -12,7 +12,7 @@ from ..algorithms.registry import options as generator_options
 from ..pattern import PatternError, VerificationError, dumps, verify
 from ..pattern.files import load_pattern
 from .errors import report
-from .pattern_io_cmd import add_io_parsers
+from .pattern_io_cmd import add_io_parsers, report_fail
 
 
 def parse_options(items: list[str] | None, typed: bool = False, flag: str = "--option") -> dict:
@@ -76,12 +76,12 @@ def _cmd_generate(args) -> int:
 
 
 def _cmd_verify(args) -> int:
-    p = load_pattern(args.file, check=False)   # not a pattern, or too large: error (exit 2), not FAIL
+    # not a pattern (malformed JSON or XML), or too large: error (exit 2); a pattern (JSON, or MSCCL XML
+    # checked as it is read) that does not compute its collective: FAIL (exit 1)
     try:
-        r = verify(p)
+        r = verify(load_pattern(args.file, check=False))
     except VerificationError as e:
-        print(f"FAIL {args.file}: {e}")
-        return 1
+        return report_fail(args.file, e)
     print(f"OK {args.file}: {r.collective} on {r.num_ranks} ranks, {r.num_chunks} chunks, "
           f"{r.num_flows} flows, {r.num_steps} steps; every contribution arrives exactly once")
     return 0

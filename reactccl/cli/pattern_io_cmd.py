@@ -9,11 +9,18 @@ from pathlib import Path
 import numpy as np
 
 from ..algorithms import generate
-from ..pattern import PatternError, dumps
+from ..pattern import PatternError, VerificationError, dumps
 from ..pattern.files import load_pattern
 from ..pattern.msccl_common import MscclError
 from ..pattern.msccl_export import MAX_CHANNELS, executor_limits, to_msccl_xml
 from ..pattern.msccl_import import from_msccl_xml
+
+
+def report_fail(path: str, exc: VerificationError, stream=None) -> int:
+    """Print ``FAIL PATH: why`` (on ``stream``, default stdout) for a pattern that does not compute
+    its collective, JSON or MSCCL XML alike; returns 1, the exit code of a failed check."""
+    print(f"FAIL {path}: {exc}", file=stream or sys.stdout)
+    return 1
 
 
 def _source(args):
@@ -56,7 +63,10 @@ def _cmd_export(args) -> int:
 
 def _cmd_import(args) -> int:
     text = Path(args.file).read_text()
-    p = from_msccl_xml(text, name=args.name or Path(args.file).stem)
+    try:
+        p = from_msccl_xml(text, name=args.name or Path(args.file).stem)
+    except VerificationError as e:   # parses, but does not compute its collective: exit 1, as verify
+        return report_fail(args.file, e, sys.stderr)
     _emit(dumps(p), args.output)
     print(f"OK {args.file}: {p.collective.value} on {p.num_ranks} ranks, {p.num_chunks} chunks, {p.num_flows} flows, "
           f"{p.num_steps} steps; no deadlock or race; every contribution arrives exactly once"

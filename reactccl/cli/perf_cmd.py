@@ -14,11 +14,32 @@ import json
 import os
 import sys
 
-from ..experiments.perf import DTYPES, dist_sweep, format_table, nccl_sizes, parse_nccl_size, plot_busbw, sim_sweep
+from ..experiments.perf import (DTYPES, REAL_DTYPES, check_dtype, dist_sweep, format_table, nccl_sizes, parse_nccl_size,
+                                plot_busbw, sim_sweep)
+from ..packetsim.native import INSTALL_HINT
 from ..pattern import PatternError
 from .errors import report
 from ._common import check_outputs, deprecated_alias
 from .pattern_cmd import parse_options
+
+
+#: ``perf --engine`` names -> the simulator's engine (fluid is the compiled engine, as in ``simulate``).
+ENGINES = {"fluid": "compiled", "compiled": "compiled", "python": "python"}
+
+
+def _engine(name: str) -> str:
+    """The simulator's engine for ``perf --engine NAME``.
+
+    Raises:
+        ValueError: ``packet`` (perf has no packet-level runs; ``simulate --engine packet`` has), or
+            a name not in :data:`ENGINES`, listing them.
+    """
+    if name == "packet":
+        raise ValueError(f"--engine packet: perf runs on the flow-level simulator only ({', '.join(ENGINES)}); "
+                         f"for packet level use `reactccl simulate --engine packet` (needs {INSTALL_HINT})")
+    if name not in ENGINES:
+        raise ValueError(f"--engine {name}: expected one of {', '.join(ENGINES)}")
+    return ENGINES[name]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +59,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-n", "--iters", type=int, default=20, help="timed iterations per size (default 20)")
     p.add_argument("-w", "--warmup-iters", "--warmup_iters", dest="warmup", type=int, default=5,
                    help="untimed iterations first (default 5)")
-    p.add_argument("-d", "--datatype", default="float", choices=sorted(DTYPES), help="element type (default float)")
+    p.add_argument("-d", "--datatype", default="float", choices=sorted(DTYPES),
+                   help=f"element type (default float; real ranks: {', '.join(REAL_DTYPES)}); sizes are whole "
+                        "elements, so -b must hold one")
     p.add_argument("-o", "--op", default="sum", choices=["sum"],
                    help="reduction (default sum; our patterns and their check are sums)")
     p.add_argument("-c", "--check", type=int, default=1, choices=[0, 1],
@@ -50,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topology", "-t", default="fat-tree:k=4", help="simulator: topology spec (default fat-tree:k=4)")
     p.add_argument("--engine", default=None,
                    help="simulator engine: fluid (the compiled max-min engine, the default; also 'compiled') "
-                        "or python (the reference engine), as `simulate --engine`")
+                        "or python (the reference engine), as `simulate --engine` (no packet level here)")
     p.add_argument("--background", action="append", metavar="SPEC", help="simulator: background traffic (repeatable)")
     p.add_argument("--degrade", action="append", metavar="SPEC", help="simulator: degraded links (repeatable)")
     p.add_argument("--ecmp-ports", dest="ports", type=int, default=4, help="simulator: ECMP ports per flow (default 4)")
@@ -108,6 +131,7 @@ def run(args) -> int:
     try:
         _check(args)
         sizes = _sizes(args)
+        check_dtype(args.datatype, sizes[0], real=real)   # before any rank starts
         algos = [a.strip() for a in args.algorithm.split(",") if a.strip()]
         if not algos:
             raise ValueError(f"-a {args.algorithm!r}: no algorithm given (e.g. -a ring,nccl-tree)")
@@ -118,9 +142,9 @@ def run(args) -> int:
         sim = dict(seed=args.seed, background=args.background or [], degrade=args.degrade or None, ports=args.ports)
         if args.engine is not None:
             from ..netsim import run_simulation
+            sim["engine"] = _engine(args.engine)
             if "engine" not in inspect.signature(run_simulation).parameters:
                 raise ValueError("--engine: this simulator has a single engine (no choice to make)")
-            sim["engine"] = "compiled" if args.engine == "fluid" else args.engine
         with _progress(len(algos) * len(sizes)) as tick:
             rows = sim_sweep(algos, args.ranks, sizes, iters=args.iters, warmup=args.warmup, dtype=args.datatype,
                              topology=args.topology, options=opts, progress=tick, **sim)

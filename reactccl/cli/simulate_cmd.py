@@ -136,6 +136,11 @@ def _simulate(args, pattern: CollectivePattern, label: str, controller=None) -> 
             executor=_executor(args))
 
 
+#: ``--transport`` of ``--engine packet`` when none is given (None in args: not given, so refused
+#: without ``--engine packet``).
+DEFAULT_TRANSPORT = "dctcp"
+
+
 def _executor(args):
     """None (the fluid simulator) or a factory of packet-level clusters for ``--engine packet``."""
     if getattr(args, "engine", "fluid") != "packet":
@@ -144,9 +149,10 @@ def _executor(args):
 
     from ..packetsim import PacketCluster, packet_replicas
 
+    transport = getattr(args, "transport", None) or DEFAULT_TRANSPORT
     if getattr(args, "replicas", 1) > 1:
-        return partial(packet_replicas, args.replicas, transport=args.transport)
-    return partial(PacketCluster, transport=args.transport)
+        return partial(packet_replicas, args.replicas, transport=transport)
+    return partial(PacketCluster, transport=transport)
 
 
 def react_params(items: list[str] | None, seed: int) -> ReactParams:
@@ -216,8 +222,9 @@ def _check_args(args) -> None:
         raise ValueError("--pack: cannot be used with --react: packing merges every chunk graph into one "
                          "message per link and round, and REACT's transforms swap positions within each "
                          "chunk graph; leave out --pack (or --react)")
-    if getattr(args, "transport", "dctcp") != "dctcp" and getattr(args, "engine", "fluid") != "packet":
-        raise ValueError("--transport: only used with --engine packet")
+    if getattr(args, "transport", None) is not None and getattr(args, "engine", "fluid") != "packet":
+        raise ValueError(f"--transport: only used with --engine packet (given: {args.transport}); add --engine "
+                         "packet or leave it out")
     if getattr(args, "replicas", 1) != 1 and (args.replicas < 1 or getattr(args, "engine", "fluid") != "packet"):
         raise ValueError(f"--replicas: an integer >= 1, only used with --engine packet (got {args.replicas})")
     check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline)
@@ -332,8 +339,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "model on the pure-Python reference engine (slow; to cross-check); packet: ns-3 packet level, TCP and "
                         "queues per --transport, 4 persistent connections per flow on the same ECMP paths "
                         "(needs pip install 'reactccl[ns3]'; seconds per epoch)")
-    p.add_argument("--transport", choices=["dctcp", "dctcp_red", "default"], default="dctcp",
-                   help="with --engine packet: dctcp (REACT §7.3: DCTCP, RED/ECN 32/60 packets, 32 MB "
+    p.add_argument("--transport", choices=["dctcp", "dctcp_red", "default"], default=None,
+                   help=f"with --engine packet: {DEFAULT_TRANSPORT} (REACT §7.3: DCTCP, RED/ECN 32/60 packets, 32 MB "
                         "buffers, ACKs first; default), dctcp_red (the reference scenarios' DCTCP/RED 20/60) "
                         "or default (ns-3's default TCP and qdisc)")
     p.add_argument("--replicas", type=int, default=1, metavar="W",

@@ -26,7 +26,7 @@ from ..cost.deficiency import deficiency, round_times
 from ..cost.symmetric import compact_deficiency
 from ..experiments.sp_goodput import VERIFY_LIMIT, check_tree_sweep
 from ..pattern import PatternError
-from ..experiments.sp_figures import OPTIONS, fmt_size
+from ..experiments.sp_figures import DEFAULT_OUT, OPTIONS, fmt_size
 from ..topology import UnitError
 from ..topology.units import parse_bytes, parse_rate, parse_size, parse_time
 from ._common import deprecated_alias
@@ -327,5 +327,6 @@ def add_parser(subparsers) -> None:
     g.add_argument("--ks", help="k-SP depth bounds to try, e.g. 1,2,3,5,8 (default 1..H; H always added; "
                                 "netsim beyond 256 nodes: 1,2,H/4,H/2,H)")
     g.add_argument("--quick", action="store_true", help="small configuration (tiny fabric, 3 sizes; seconds)")
-    g.add_argument("--out", default="results/sp", help="output folder for JSON and PNG (default results/sp)")
+    g.add_argument("--out", default=DEFAULT_OUT,
+                   help=f"output folder for NAME.json and NAME.png (default {DEFAULT_OUT})")
     g.set_defaults(func=_run, sp_func=_goodput)

@@ -29,12 +29,31 @@ import numpy as np
 
 from ..trace import busbw_factor
 
-__all__ = ["PerfRow", "DTYPES", "parse_nccl_size", "nccl_sizes", "sim_sweep", "dist_sweep", "measure",
-           "format_table", "plot_busbw"]
+__all__ = ["PerfRow", "DTYPES", "REAL_DTYPES", "parse_nccl_size", "nccl_sizes", "check_dtype", "sim_sweep",
+           "dist_sweep", "measure", "format_table", "plot_busbw"]
 
 #: nccl-tests' type names -> bytes per element.
 DTYPES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
           "double": 8, "bfloat16": 2}
+#: The types real ranks run (torch.distributed has no sum of uint32/uint64 tensors on every backend).
+REAL_DTYPES = ("float", "double", "half", "bfloat16", "int8", "uint8", "int32", "int64")
+
+
+def check_dtype(dtype: str, min_bytes: int, real: bool = False) -> None:
+    """Refuse ``dtype`` for a sweep from ``min_bytes`` up. Sizes count whole elements, as
+    nccl-tests' ``count = size / wordSize(type)``, so the smallest size must hold one.
+
+    Raises:
+        ValueError: an unknown type, one real ranks do not run (``real=True``; see
+            :data:`REAL_DTYPES`), or ``min_bytes`` below one element (named ``-b/--minbytes``).
+    """
+    if dtype not in DTYPES or (real and dtype not in REAL_DTYPES):
+        known = REAL_DTYPES if real else tuple(DTYPES)
+        raise ValueError(f"-d {dtype}: not supported{' on real ranks' if real else ''} (use one of "
+                         f"{', '.join(known)})")
+    if min_bytes < DTYPES[dtype]:
+        raise ValueError(f"-b/--minbytes {min_bytes}: smaller than one {dtype} element ({DTYPES[dtype]} bytes); "
+                         "sizes count whole elements, as in nccl-tests")
 
 
 @dataclass
@@ -129,15 +148,20 @@ def sim_sweep(algorithms: Sequence[str], ranks: int, sizes: Sequence[int], iters
         sim: passed to :func:`reactccl.netsim.run_simulation` (``seed``, ``background``,
             ``degrade``, ``ports``, ``placement``, and ``engine`` where the simulator has one).
 
+    Each size is rounded down to whole ``dtype`` elements (nccl-tests' count x element size).
+
     Raises:
+        ValueError: a dtype or smallest size that :func:`check_dtype` refuses.
         PatternError, TopologyError, ...: from generating or simulating, named.
     """
     from ..algorithms import generate
     from ..netsim import run_simulation
+    check_dtype(dtype, min(sizes, default=DTYPES.get(dtype, 1)))
     rows = []
     for algo in algorithms:
         p = generate(algo, ranks, **dict(options or {}))   # verified
         for size in sizes:
+            size = size // DTYPES[dtype] * DTYPES[dtype]   # whole elements, as nccl-tests' count
             res = run_simulation(p, topology=topology, size=float(size), epochs=warmup + iters, slowest=0, **sim)
             t = float(np.mean(res.durations[warmup:])) if p.num_flows else 0.0
             rows.append(_row(algo, p.collective.value, ranks, size, dtype, p.root, t, None))
@@ -197,16 +221,15 @@ def dist_sweep(algorithms: Sequence[str], sizes: Sequence[int], iters: int = 20,
     AllReduce patterns run here (the check is the AllReduce sum).
 
     Raises:
-        ValueError: an algorithm that is not an AllReduce, or an unknown dtype.
+        ValueError: an algorithm that is not an AllReduce, or a dtype or smallest size that
+            :func:`check_dtype` refuses (``real=True``).
     """
     import torch
     import torch.distributed as dist
 
     from ..algorithms import generate
     from ..runtime.rcollective import RCollective
-    if dtype not in DTYPES or dtype in ("uint32", "uint64"):
-        raise ValueError(f"-d {dtype}: not supported on real ranks (use one of float, double, half, bfloat16, "
-                         "int8, uint8, int32, int64)")
+    check_dtype(dtype, min(sizes, default=DTYPES.get(dtype, 1)), real=True)
     tdtype = {"int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32, "int64": torch.int64,
               "half": torch.float16, "float": torch.float32, "double": torch.float64,
               "bfloat16": torch.bfloat16}[dtype]

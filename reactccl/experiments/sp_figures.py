@@ -60,7 +60,10 @@ from pathlib import Path
 from .sp_goodput import KIB, MIB, SIZES, Fabric, GoodputRun, goodput_sweep
 
 __all__ = ["EXPERIMENTS", "QUICK", "OPTIONS", "PAPER", "run_experiment", "gain_table", "fmt_size", "prepare_out",
-           "panel_title"]
+           "panel_title", "DEFAULT_OUT"]
+
+#: Where ``reactccl sp goodput`` and ``reactccl experiment sp-*`` write without ``--out``.
+DEFAULT_OUT = "results/sp"
 
 BASELINES = ("Bucket", "Swing", "Trivance")
 

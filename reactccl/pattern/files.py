@@ -24,7 +24,9 @@ def load_pattern(path: str | Path, check: bool = True) -> CollectivePattern:
 
     Raises:
         OSError: the file cannot be read.
-        PatternError: too large, malformed, or not computing its collective (naming rank, chunk, step).
+        VerificationError: (a PatternError) a well-formed pattern, JSON (when checked) or MSCCL XML,
+            that does not compute its collective (naming rank, chunk, step, or GPU and threadblock).
+        PatternError: too large or malformed: not a pattern at all.
     """
     data = read_bounded(path, MAX_FILE_BYTES)
     if data.lstrip()[:1] == b"<":

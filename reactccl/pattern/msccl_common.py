@@ -36,9 +36,10 @@ from math import lcm
 import numpy as np
 
 from .types import Collective, PatternError
+from .verify import VerificationError
 
 __all__ = ["COLL_TO_MSCCL", "MSCCL_TO_COLL", "STEP_TYPES", "SENDS", "RECVS", "REDUCES", "MscclError",
-           "chunk_grid"]
+           "MscclVerificationError", "chunk_grid"]
 
 COLL_TO_MSCCL = {Collective.ALLREDUCE: "allreduce", Collective.ALLGATHER: "allgather",
                  Collective.REDUCESCATTER: "reduce_scatter", Collective.BROADCAST: "broadcast",
@@ -56,6 +57,14 @@ MAX_CHUNKS_PER_LOOP = 1 << 16
 class MscclError(PatternError):
     """An MSCCL-XML document is malformed, deadlocks, races, or cannot be expressed as a pattern
     (the message names the GPU, threadblock and step)."""
+
+
+class MscclVerificationError(MscclError, VerificationError):
+    """A well-formed MSCCL program that does not compute its collective: unmatched sends and
+    receives, a deadlock, a race, a read of a cell that holds no data, a reduction of the wrong
+    chunk, or final buffers without the collective. Like a JSON pattern failing
+    :func:`reactccl.pattern.verify`, ``reactccl pattern verify|import`` report it as ``FAIL``
+    (exit 1); any other :class:`MscclError` means "not a pattern" (exit 2)."""
 
 
 def chunk_grid(chunk_size: np.ndarray, num_ranks: int, blocked: bool) -> tuple[int, np.ndarray, np.ndarray]:

@@ -33,7 +33,7 @@ import numpy as np
 
 from .canon import merge_chunks, merge_flows
 from .ir import CollectivePattern
-from .msccl_common import MSCCL_TO_COLL, RECVS, REDUCES, SENDS, STEP_TYPES, MscclError
+from .msccl_common import MSCCL_TO_COLL, RECVS, REDUCES, SENDS, STEP_TYPES, MscclError, MscclVerificationError
 from .steps import assign_steps
 from .types import Collective
 from .verify import verify
@@ -197,16 +197,18 @@ def _order(n, gpus):
         rtid = in_conn.get((y, a, chan))
         recvs = [] if rtid is None else [x for x in gpus[y]["tbs"][rtid][3] if x.type in RECVS]
         if len(sends) != len(recvs):
-            raise MscclError(f"gpu {a} sends {len(sends)} times to gpu {y} on channel {chan} but gpu {y} receives "
-                             f"{len(recvs)} times from it (the k-th send meets the k-th receive)")
+            raise MscclVerificationError(f"gpu {a} sends {len(sends)} times to gpu {y} on channel {chan} but gpu {y} "
+                                         f"receives {len(recvs)} times from it (the k-th send meets the k-th receive)")
         for s, r in zip(sends, recvs):
             if s.cnt != r.cnt:
-                raise MscclError(f"{s.where()} sends {s.cnt} cells but the matching {r.where()} receives {r.cnt}")
+                raise MscclVerificationError(f"{s.where()} sends {s.cnt} cells but the matching {r.where()} "
+                                             f"receives {r.cnt}")
             match[r.node] = s.node
             preds[r.node].append(s.node)
     for (y, a, chan), rtid in in_conn.items():
         if (a, y, chan) not in out_conn and any(x.type in RECVS for x in gpus[y]["tbs"][rtid][3]):
-            raise MscclError(f"gpu {y}, tb {rtid} receives from gpu {a} on channel {chan}, which never sends to it")
+            raise MscclVerificationError(f"gpu {y}, tb {rtid} receives from gpu {a} on channel {chan}, "
+                                         "which never sends to it")
     succ: list[list[int]] = [[] for _ in range(S)]
     indeg = np.zeros(S, dtype=np.int64)
     for v, ps in enumerate(preds):
@@ -232,8 +234,8 @@ def _order(n, gpus):
     if len(order) < S:
         stuck = [steps[v] for v in range(S) if indeg[v] > 0]
         first = min(stuck, key=lambda x: (x.gpu, x.tb, x.s))
-        raise MscclError(f"deadlock: {len(stuck)} steps can never run, e.g. {first.where()} (it waits for its "
-                         "dependency, the previous step of its threadblock, or a send that cannot happen first)")
+        raise MscclVerificationError(f"deadlock: {len(stuck)} steps can never run, e.g. {first.where()} (it waits for its "
+                                     "dependency, the previous step of its threadblock, or a send that cannot happen first)")
     hb = _happens_before(n, steps, preds, level, seq, tb_of, tb_index)
     return steps, order, match, hb
 
@@ -305,9 +307,12 @@ def from_msccl_xml(text: str, name: str | None = None) -> CollectivePattern:
         together merged), chunk graphs = channels, ranks = GPU ids.
 
     Raises:
-        MscclError: unsafe or malformed XML, a deadlock, a race, a final buffer that does not hold
-            the collective, or a program that cannot be written as flows (e.g. two other ranks'
-            values added together in scratch before the rank's own joins them).
+        MscclVerificationError: (a VerificationError) the program runs but does not compute its
+            collective: unmatched sends and receives, a deadlock, a race, a read of an empty cell,
+            a reduction of the wrong chunk, or a final buffer that does not hold the collective.
+        MscclError: unsafe or malformed XML (missing or bad attributes), or a program that cannot be
+            written as flows (e.g. two other ranks' values added together in scratch before the
+            rank's own joins them).
         VerificationError: the rebuilt pattern fails :func:`reactccl.pattern.verify`.
     """
     xml_root = _parse(text)
@@ -359,13 +364,14 @@ def from_msccl_xml(text: str, name: str | None = None) -> CollectivePattern:
     def touch(x: _Step, key, write: bool) -> None:
         w = last_write.get(key)
         if w is not None and not hb(w, x.node):
-            raise MscclError(f"race on gpu {key[0]} cell {key[1]}[{key[2]}]: {x.where()} and "
-                             f"{steps[w].where()} both use it and neither waits for the other")
+            raise MscclVerificationError(f"race on gpu {key[0]} cell {key[1]}[{key[2]}]: {x.where()} and "
+                                         f"{steps[w].where()} both use it and neither waits for the other")
         if write:
             for rd in readers[key]:
                 if rd != x.node and not hb(rd, x.node):
-                    raise MscclError(f"race on gpu {key[0]} cell {key[1]}[{key[2]}]: {x.where()} overwrites what "
-                                     f"{steps[rd].where()} reads, and neither waits for the other")
+                    raise MscclVerificationError(f"race on gpu {key[0]} cell {key[1]}[{key[2]}]: {x.where()} "
+                                                 f"overwrites what {steps[rd].where()} reads, and neither waits for "
+                                                 "the other")
             last_write[key], readers[key] = x.node, []
         else:
             readers[key].append(x.node)
@@ -376,7 +382,7 @@ def from_msccl_xml(text: str, name: str | None = None) -> CollectivePattern:
             key = cell(x.gpu, buf, off + j)
             touch(x, key, False)
             if key not in state:
-                raise MscclError(f"{x.where()}: reads {buf}[{off + j}], which holds no data yet")
+                raise MscclVerificationError(f"{x.where()}: reads {buf}[{off + j}], which holds no data yet")
             out.append(state[key])
         return out
 
@@ -404,7 +410,7 @@ def from_msccl_xml(text: str, name: str | None = None) -> CollectivePattern:
         r, out = x.gpu, []
         for va, vb in zip(a, b):
             if va.chunk != vb.chunk:
-                raise MscclError(f"{x.where()}: adds chunk {vb.chunk} into chunk {va.chunk}")
+                raise MscclVerificationError(f"{x.where()}: adds chunk {vb.chunk} into chunk {va.chunk}")
             mine, other = (va, vb) if va.owner == r else (vb, va)
             if mine.owner != r or other.owner == r or mine.version != version[r, mine.chunk]:
                 raise MscclError(f"{x.where()}: adds two values of chunk {va.chunk} (of gpus {va.owner} and "
@@ -465,8 +471,8 @@ def _finish(coll, n, K, blk, root, state, cell, version, records, name, gpus, st
         v = state.get(key)
         if v is None or v.chunk != c:
             got = "nothing" if v is None else f"chunk {v.chunk}"
-            raise MscclError(f"{coll.value} not computed: gpu {r} output cell {key[1]}[{key[2]}] holds {got}, "
-                             f"expected chunk {c}")
+            raise MscclVerificationError(f"{coll.value} not computed: gpu {r} output cell {key[1]}[{key[2]}] holds {got}, "
+                                         f"expected chunk {c}")
         if coll in (Collective.ALLGATHER, Collective.BROADCAST):
             expect = np.zeros(n, dtype=np.int64)
             expect[c // blk if coll is Collective.ALLGATHER else root] = 1
@@ -474,8 +480,8 @@ def _finish(coll, n, K, blk, root, state, cell, version, records, name, gpus, st
             expect = full
         if not np.array_equal(v.counts, expect):
             bad = np.flatnonzero(v.counts != expect)
-            raise MscclError(f"{coll.value} not computed: gpu {r} chunk {c} holds rank {int(bad[0])}'s data "
-                             f"{int(v.counts[bad[0]])} times (expected {int(expect[bad[0]])})")
+            raise MscclVerificationError(f"{coll.value} not computed: gpu {r} chunk {c} holds rank {int(bad[0])}'s data "
+                                         f"{int(v.counts[bad[0]])} times (expected {int(expect[bad[0]])})")
         if v.owner != r:
             x = _Step()
             x.gpu, x.tb, x.s, x.type = r, -1, -1, "end"
