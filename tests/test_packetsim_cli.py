@@ -38,6 +38,18 @@ def test_transport_without_packet_engine_is_refused(capsys, transport):
                                        "add --engine packet or leave it out\n")
 
 
+@pytest.mark.parametrize("replicas", ["1", "2"])
+def test_replicas_without_packet_engine_is_refused(capsys, replicas):
+    # an explicit --replicas 1 used to pass silently (1 was the default, so "not given")
+    assert main(["simulate", "-a", "ring", "-n", "4", "-t", "star:hosts=4", "-e", "1", "--replicas", replicas]) == 2
+    assert capsys.readouterr().err == (f"error: --replicas: an integer >= 1, only used with --engine packet "
+                                       f"(got {replicas})\n")
+
+
+def test_simulate_without_replicas_runs(capsys):
+    assert main(["simulate", "-a", "ring", "-n", "4", "-t", "star:hosts=4", "-e", "1"]) == 0
+
+
 def test_experiment_size_needs_packet_engine(capsys):
     assert main(["experiment", "fig12", "--size", "2MB", "--out", "/tmp/unused-reactccl"]) == 2
     assert "--size: only used with --engine packet" in capsys.readouterr().err

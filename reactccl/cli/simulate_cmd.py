@@ -150,8 +150,9 @@ def _executor(args):
     from ..packetsim import PacketCluster, packet_replicas
 
     transport = getattr(args, "transport", None) or DEFAULT_TRANSPORT
-    if getattr(args, "replicas", 1) > 1:
-        return partial(packet_replicas, args.replicas, transport=transport)
+    replicas = getattr(args, "replicas", None) or 1
+    if replicas > 1:
+        return partial(packet_replicas, replicas, transport=transport)
     return partial(PacketCluster, transport=transport)
 
 
@@ -225,7 +226,8 @@ def _check_args(args) -> None:
     if getattr(args, "transport", None) is not None and getattr(args, "engine", "fluid") != "packet":
         raise ValueError(f"--transport: only used with --engine packet (given: {args.transport}); add --engine "
                          "packet or leave it out")
-    if getattr(args, "replicas", 1) != 1 and (args.replicas < 1 or getattr(args, "engine", "fluid") != "packet"):
+    replicas = getattr(args, "replicas", None)   # None: not given
+    if replicas is not None and (replicas < 1 or getattr(args, "engine", "fluid") != "packet"):
         raise ValueError(f"--replicas: an integer >= 1, only used with --engine packet (got {args.replicas})")
     check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline)
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
@@ -343,7 +345,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"with --engine packet: {DEFAULT_TRANSPORT} (REACT §7.3: DCTCP, RED/ECN 32/60 packets, 32 MB "
                         "buffers, ACKs first; default), dctcp_red (the reference scenarios' DCTCP/RED 20/60) "
                         "or default (ns-3's default TCP and qdisc)")
-    p.add_argument("--replicas", type=int, default=1, metavar="W",
+    p.add_argument("--replicas", type=int, default=None, metavar="W",
                    help="with --engine packet: run the epochs on W copies of the network, one process (core) "
                         "each, W-1 epochs ahead on the same pattern; each copy keeps its own TCP state, so "
                         "results are not bit-identical to W=1 (default 1; see reactccl.packetsim.replicas)")
