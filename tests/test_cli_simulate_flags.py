@@ -81,3 +81,13 @@ def test_pack_of_an_empty_collective(capsys):
     # one rank: no flows, nothing to pack; the usual "empty" summary, no error
     assert main(["simulate", "-a", "ring", "-n", "1", "-t", "star:hosts=2", "-e", "2", "--pack"]) == 0
     assert "the collective is empty (0 flows, 1 rank)" in capsys.readouterr().out
+
+
+def test_slowest_zero_prints_no_table(capsys):
+    # --slowest 0 used to print the table's title and header with no rows
+    assert main([*BASE, "--slowest", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "mean busbw" in out and "slowest flows" not in out and "FCT" not in out
+    assert main([*BASE, "--slowest", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "slowest flows" in out and out.count("→h") == 1

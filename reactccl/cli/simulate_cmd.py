@@ -73,16 +73,22 @@ def render(result: SimulationResult, console: Console) -> None:
     console.print(f"epoch time: p50 {format_time(s['p50_s'])}   p95 {format_time(s['p95_s'])}   "
                   f"mean {format_time(s['mean_s'])}   (min {format_time(s['min_s'])}, max {format_time(s['max_s'])})")
     console.print(f"mean algbw: {format_rate(s['algbw_Bps'])}   mean busbw: {format_rate(s['busbw_Bps'])}")
+    if r.slowest:   # --slowest 0: no table, not an empty one
+        console.print(_slowest_table(r.slowest))
+    rate = r.epochs * r.num_flows / r.wall_s if r.wall_s > 0 else float("inf")
+    console.print(f"simulated in {r.wall_s:.3g} s ({r.events} events, {rate:,.0f} flows/s)", style="dim")
+
+
+def _slowest_table(slowest: list[dict]) -> Table:
+    """The ``slowest flows`` table: one row per flow record of :attr:`SimulationResult.slowest`."""
     table = Table(title="slowest flows", title_justify="left")
     for col in ("epoch", "step", "flow", "src→dst", "hosts", "bytes", "start", "FCT"):
         table.add_column(col, justify="right" if col not in ("src→dst", "hosts") else "left")
-    for f in r.slowest:
+    for f in slowest:
         table.add_row(str(f["epoch"]), str(f["step"]), str(f["flow"]), f"{f['src']}→{f['dst']}",
                       f"{f['src_host']}→{f['dst_host']}", format_bytes(f["bytes"]), format_time(f["start"]),
                       format_time(f["fct"]))
-    console.print(table)
-    rate = r.epochs * r.num_flows / r.wall_s if r.wall_s > 0 else float("inf")
-    console.print(f"simulated in {r.wall_s:.3g} s ({r.events} events, {rate:,.0f} flows/s)", style="dim")
+    return table
 
 
 def pattern_for(args, warn: Console | None = None) -> CollectivePattern:
@@ -311,7 +317,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     deprecated_alias(p, "--ports", "--ecmp-ports")  # demo's name; one name per option across commands
     p.add_argument("--seed", type=int, default=0, help="seed for ports, placement and background (default 0)")
     p.add_argument("--placement", default="first", help="first | random | host list like 0,5,9 (default first)")
-    p.add_argument("--slowest", type=int, default=5, help="how many slowest flows to list (default 5)")
+    p.add_argument("--slowest", type=int, default=5, help="how many slowest flows to list (default 5; 0: no table)")
     p.add_argument("--react", action="store_true",
                    help="also run REACT on the same seeded scenario and show both side by side")
     p.add_argument("--warmup", type=int, default=None,
