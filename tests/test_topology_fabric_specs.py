@@ -50,3 +50,16 @@ def test_hyperx_and_spineleaf_specs():
 def test_fabric_spec_errors(spec, match):
     with pytest.raises(TopologyError, match=match):
         parse_topology(spec)
+
+
+def test_zero_latency_spec_gives_the_pure_bandwidth_time():
+    # latency=0 (an alpha-free model) used to be refused by the spec parser, though links allow it
+    from reactccl.algorithms import generate
+    from reactccl.netsim import SimulatedCluster
+    from reactccl.topology import parse_topology
+    t = parse_topology("star:hosts=4,latency=0")
+    assert t.path_latency(t.ecmp_path(0, 1, (0, 0, 0))) == 0.0
+    epoch = SimulatedCluster(t, np.arange(4), 20e6, seed=0).run_epoch(generate("ring", 4))
+    assert epoch.duration == pytest.approx(2 * 3 / 4 * 20e6 * 8 / 100e9, rel=1e-9)   # 2 (N-1)/N M / B
+    with pytest.raises(Exception, match="latency"):
+        parse_topology("star:hosts=4,latency=-1us")

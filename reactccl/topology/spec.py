@@ -87,7 +87,7 @@ def _link_items(text: str, name: str, items: list[str], int_keys: Sequence[str],
             if key == "rate":
                 link["rate"] = parse_rate(value, "rate")
             elif key == "latency":
-                link["latency"] = parse_time(value, "latency")
+                link["latency"] = parse_time(value, "latency", allow_zero=True)
             elif key in int_keys:
                 given[key] = int(value)
             else:
