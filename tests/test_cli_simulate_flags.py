@@ -91,3 +91,18 @@ def test_slowest_zero_prints_no_table(capsys):
     assert main([*BASE, "--slowest", "1"]) == 0
     out = capsys.readouterr().out
     assert "slowest flows" in out and out.count("→h") == 1
+
+
+def test_a_picture_format_matplotlib_cannot_write_is_refused_before_the_run(tmp_path, capsys):
+    # --plot p.xyz used to fail only after the whole simulation, in savefig
+    bad = tmp_path / "p.xyz"
+    assert main([*BASE, "--plot", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"--plot {bad}: format 'xyz' cannot be written" in err and "png" in err and "simulated in" not in err
+    assert not bad.exists()
+    assert main([*BASE, "--timeline", str(tmp_path / "t.bmp")]) == 2
+    assert "--timeline" in capsys.readouterr().err
+    assert main([*BASE, "--plot", str(tmp_path / "noext")]) == 2   # matplotlib would write noext.png
+    assert "no format suffix" in capsys.readouterr().err
+    good = tmp_path / "p.JPG"
+    assert main([*BASE, "--plot", str(good)]) == 0 and good.stat().st_size > 0

@@ -81,19 +81,37 @@ def deprecated_alias(parser: argparse.ArgumentParser, old: str, new: str) -> Non
     parser.add_argument(old, action=_Deprecated, target=target, new=new)
 
 
+#: Output flags that write a matplotlib picture: their file's suffix names its format.
+PICTURE_FLAGS = frozenset({"plot", "timeline"})
+
+
+def _check_picture_format(flag: str, path: Path) -> None:
+    """``path``'s suffix is a format matplotlib writes (``.png``, ``.jpg``, ``.pdf``, ``.svg``, ...).
+    A name without one is refused: matplotlib would write ``NAME.png``, not the file named."""
+    from matplotlib.figure import Figure
+    formats = Figure().canvas.get_supported_filetypes()
+    if not path.suffix:
+        raise ValueError(f"{flag} {path}: no format suffix; name the file e.g. {path}.png")
+    if path.suffix[1:].lower() not in formats:
+        raise ValueError(f"{flag} {path}: format {path.suffix[1:]!r} cannot be written; use one of "
+                         f"{', '.join(sorted(formats))}")
+
+
 def check_outputs(**paths: str | None) -> None:
     """Each given output file (keyword: the flag's name with ``_`` for ``-``, value: the path or
     None) must be writable: its folder exists and is writable, and it is not a folder itself.
-    Nothing is created.
+    A picture (:data:`PICTURE_FLAGS`) must also name a format matplotlib writes. Nothing is created.
 
     Raises:
         ValueError: naming the flag and the path, e.g. ``--save-pattern /nonexistent/x.json: no
-            folder /nonexistent``.
+            folder /nonexistent`` or ``--plot p.xyz: format 'xyz' cannot be written; ...``.
     """
     for name, path in paths.items():
         if not path:
             continue
         flag, p = "--" + name.replace("_", "-"), Path(path)
+        if name in PICTURE_FLAGS:
+            _check_picture_format(flag, p)
         folder = p.parent if str(p.parent) else Path(".")
         if p.is_dir():
             raise ValueError(f"{flag} {path}: is a folder, expected a file name")
