@@ -105,11 +105,13 @@ class EpochTrace:
 
 
 def format_bytes(n: float) -> str:
-    """Decimal units as nccl-tests and the papers use them (1 MB = 10^6 bytes)."""
+    """Decimal units as nccl-tests and the papers use them (1 MB = 10^6 bytes); below 1 KB the
+    bytes with up to 4 significant digits, so a fluid chunk of a tiny message shows as what it is
+    (1 B over 4 ranks: ``"0.25 B"``, not ``"0 B"``)."""
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if abs(n) >= scale:
             return f"{n / scale:.4g} {unit}"
-    return f"{n:.0f} B"
+    return f"{n:.4g} B"
 
 
 def format_time(t: float) -> str:

@@ -121,10 +121,20 @@ def test_experiment_warmup_follows_the_epochs_given(files, monkeypatch, capsys):
     assert "warmup" not in capsys.readouterr().err
 
 
+def test_refused_experiment_leaves_no_output_folder(tmp_path, capsys):
+    out = tmp_path / "a" / "b"
+    assert main(["experiment", "fig5a", "--scenarios", "0", "--out", str(out)]) == 2
+    assert "scenarios: expected >= 1" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()         # both folders it made are gone again
+    (tmp_path / "kept").mkdir()
+    assert main(["experiment", "fig5a", "--epochs", "0", "--out", str(tmp_path / "kept")]) == 2
+    assert (tmp_path / "kept").is_dir()          # a folder that was there stays
+
+
 def test_demo_warmup_follows_a_short_run(capsys):
     """--epochs 10 alone: the warm-up default (25) would be past the run; a quarter of it is used."""
     assert main(["demo", "--epochs", "10", "--no-progress"]) == 0
-    assert "After the warm-up (epochs 2-9)" in capsys.readouterr().out
+    assert "After the warm-up (epochs 2..9)" in capsys.readouterr().out
 
 
 def test_demo_progress_on_stderr_and_small_rates_switch_units(capsys):
@@ -138,6 +148,7 @@ def test_demo_progress_on_stderr_and_small_rates_switch_units(capsys):
 def test_sizes_and_rates_units():
     assert parse_size("1TB") == 1e12 and parse_size("2TiB") == 2 * 2 ** 40 and parse_bytes("3tb") == 3 * 10 ** 12
     assert format_bytes(2.5e12) == "2.5 TB" and format_bytes(999) == "999 B"
+    assert format_bytes(0.25) == "0.25 B" and format_bytes(12) == "12 B"   # a 1 B message's chunk on 4 ranks
     assert format_rate(2.5e9) == "2.500 GB/s (20.00 Gbps)"
     assert format_rate(4.2e5) == "420.000 KB/s (3.36 Mbps)"
     assert format_rate(5e7) == "50.000 MB/s (0.40 Gbps)"

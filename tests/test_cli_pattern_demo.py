@@ -62,15 +62,15 @@ def test_demo_too_few_hosts_suggests_a_topology(capsys):
     out = capsys.readouterr()
     assert out.out == ""  # checked before any progress bar is drawn
     err = " ".join(out.err.split())
-    assert "demo: --ranks 16: the demo needs 17 hosts" in err and "star:hosts=16 has 16" in err
+    assert "error: --ranks 16: the demo needs 17 hosts" in err and "star:hosts=16 has 16" in err
     assert "--topology star:hosts=17 or fat-tree:k=6 (54 hosts)" in err
 
 
 def test_demo_flag_errors_before_progress(capsys):
-    for argv, message in ((["--seed", "-1"], "demo: --seed: expected an integer >= 0, got -1"),
+    for argv, message in ((["--seed", "-1"], "error: --seed: expected an integer >= 0, got -1"),
                           (["--epochs", "30", "--warmup", "40"],
-                           "demo: --warmup: must satisfy 0 <= warmup < epochs (30), got 40"),
+                           "error: --warmup: must satisfy 0 <= warmup < epochs (30), got 40"),
                           (["--topology", "torus:1x8"], "every torus side must be >= 3")):
         assert main(["demo", *argv]) == 2
         out = capsys.readouterr()
-        assert out.out == "" and message in " ".join(out.err.split()) and "demo: demo:" not in out.err
+        assert out.out == "" and message in " ".join(out.err.split()) and "error: error:" not in out.err

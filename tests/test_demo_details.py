@@ -10,7 +10,7 @@ def test_local_search_move_says_model_not_a_congested_rank():
                         swaps=[{"symbol": "③", "a": 7, "b": 4, "graph": 0, "t0": 0, "t1": 1, "est_after_s": 8e-3}])
     lines = _decision_details(d)
     assert lines[0] == "detected 1 steady-congested flows: 3>2"
-    assert lines[1] == ("③ swap ranks 7 <-> 4 in chunk graph 0, steps 0-1 (local search on the learned link "
+    assert lines[1] == ("③ swap ranks 7 <-> 4 in chunk graph 0, steps 0..1 (local search on the learned link "
                         "model); epoch est. 8 ms after this move")
     assert "?" not in "".join(lines)
 

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             res = _run_with_progress(cfg, Console(stderr=True), engine)
     except (ValueError, UnitError, KeyError, PacketSimUnavailable, PacketSimError) as exc:
-        return report(exc, "demo")
+        return report(exc, "error")
     if args.json:
         print(json.dumps(res.to_json(), indent=1))
     else:
@@ -140,7 +140,7 @@ def _save_pattern(args: argparse.Namespace, res: DemoResult) -> int:
     try:
         fmt = save_pattern(p, args.save_pattern)
     except OSError as e:
-        print(f"demo: --save-pattern {args.save_pattern}: {e.strerror or e}", file=sys.stderr)
+        print(f"error: --save-pattern {args.save_pattern}: {e.strerror or e}", file=sys.stderr)
         return 2
     print(f"wrote {args.save_pattern} ({fmt}): {p!r} (verified)", file=sys.stderr)
     return 0
@@ -254,7 +254,7 @@ def _decision_details(d: Any) -> list[str]:
     for s in d.swaps:
         where = f" in chunk graph {s['graph']}" if s.get("graph") is not None else " in all chunk graphs"
         if s.get("t0") is not None:
-            where += f", steps {s['t0']}-{s['t1']}"
+            where += f", steps {s['t0']}..{s['t1']}"
         node = s.get("node")
         if node:    # Algorithm 1's swap: made for one congested rank
             why = f"for {node.get('kind', '?')}-congested rank {node.get('rank', '?')}"
@@ -278,7 +278,7 @@ def _rate(bps: float) -> str:
 def _results(res: DemoResult) -> Table:
     m, g = res.metrics(), res.gains()
     b, r = m["baseline"], m["react"]
-    t = Table(title=f"After the warm-up (epochs {res.config.warmup}-{res.config.epochs - 1}), same scenario and seed",
+    t = Table(title=f"After the warm-up (epochs {res.config.warmup}..{res.config.epochs - 1}), same scenario and seed",
               title_justify="left")
     t.add_column("")
     t.add_column("baseline", justify="right")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from rich.console import Console
 
@@ -104,7 +105,7 @@ def _run_engines(args: argparse.Namespace, console: Console) -> int:
                                console=Console(stderr=True), scenarios=args.scenarios, epochs=args.epochs,
                                warmup=args.warmup, seed=args.seed, size=size, cluster=args.cluster)
     except (ValueError, UnitError, PacketSimUnavailable, PacketSimError) as exc:
-        return report(exc, "experiment")
+        return report(exc, "error")
     if args.json:
         print(json.dumps({k: v for k, v in doc.items() if k != "scenarios"}, indent=1))
         return 0
@@ -125,7 +126,25 @@ def _sp_unsupported(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the experiment; returns the exit code (2 on a bad name or setting)."""
+    """Run the experiment; returns the exit code (2 on a bad name or setting). The output folder is
+    made before the run (a bad ``--out`` fails at once); the folders this made are removed again
+    when the command fails and they are still empty, so a refused setting leaves nothing behind."""
+    fresh = [] if args.name == "list" else [p for p in (Path(_out_dir(args)), *Path(_out_dir(args)).parents)
+                                            if not p.exists()]
+    rc = 1
+    try:
+        rc = _run(args)
+        return rc
+    finally:
+        if rc != 0:
+            for folder in fresh:          # deepest first
+                try:
+                    folder.rmdir()
+                except OSError:           # not empty, or not made by this run
+                    break
+
+
+def _run(args: argparse.Namespace) -> int:
     console = Console()
     if not console.is_terminal:  # piped or redirected: wide enough for the table
         console = Console(width=160)
@@ -140,28 +159,28 @@ def run(args: argparse.Namespace) -> int:
         try:  # a bad --out fails now, not after the whole run
             prepare_out(_out_dir(args))
         except ValueError as exc:
-            return report(exc, "experiment")
+            return report(exc, "error")
     if args.name in SP_EXPERIMENTS:
         bad = _sp_unsupported(args)
         if bad:
             return report(f"{args.name}: {', '.join(bad)} {'does' if len(bad) == 1 else 'do'} not apply to the "
                           f"SP-allreduce experiments (deterministic, one run per setting); use --quick/--out/"
                           f"--no-progress here, or `reactccl sp goodput {args.name} --help` for their own options",
-                          "experiment")
+                          "error")
         try:
             console.print(run_sp_experiment(args.name, _out_dir(args), quick=args.quick,
                                             log=None if args.no_progress else progress),
                           markup=False, highlight=False)
         except ValueError as exc:
-            return report(exc, "experiment")
+            return report(exc, "error")
         return 0
     if args.name not in EXPERIMENTS:
         known = ", ".join([*EXPERIMENTS, *SP_EXPERIMENTS])
-        return report(f"unknown experiment {args.name!r}; known: {known}", "experiment")
+        return report(f"unknown experiment {args.name!r}; known: {known}", "error")
     if getattr(args, "engine", "fluid") == "packet":
         return _run_engines(args, console)
     if getattr(args, "size", None) is not None:
-        return report("--size: only used with --engine packet", "experiment")
+        return report("--size: only used with --engine packet", "error")
     try:
         _check_params(dict(args.param))
         doc = run_experiment(args.name, quick=args.quick, jobs=args.jobs, out=_out_dir(args), seed=args.seed,
@@ -169,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
                              params=dict(args.param), progress=not args.no_progress and not args.json,
                              console=Console(stderr=True), cluster=args.cluster)
     except ValueError as exc:
-        return report(exc, "experiment")
+        return report(exc, "error")
     if args.json:
         slim = {k: v for k, v in doc.items() if k != "scenarios"}
         print(json.dumps(slim, indent=1))

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except USAGE_ERRORS as exc:
-        return report(exc, f"reactccl {args.command}")
+        return report(exc, "error")
 
 
 if __name__ == "__main__":

@@ -52,7 +52,8 @@ class _Grid:
     def __init__(self, shape: Sequence[int], min_side: int, what: str) -> None:
         shape = tuple(int(v) for v in shape)
         if not shape or any(v < min_side for v in shape):
-            raise ValueError(f"{what}: every side must be >= {min_side}, got shape {shape}")
+            why = " (two distinct neighbours per dimension)" if what == "torus" and min_side == 3 else ""
+            raise ValueError(f"{what}: every side must be >= {min_side}{why}, got {'x'.join(map(str, shape)) or '()'}")
         self.shape = shape
         self.d = len(shape)
         self.sides = np.asarray(shape, dtype=np.int64)
