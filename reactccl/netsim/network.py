@@ -28,6 +28,7 @@ from ..topology import Topology
 from ..trace import EpochTrace
 from .background import Background, Bulk, bulk_path, parse_background, parse_degrade, resolve_background
 from .engine import MAX_BACKLOG, FluidEngine
+from .ecmp import ecmp_ports
 from .fast import CompiledEngine
 from ..pattern.order import check_order
 from .jobdata import JobData
@@ -311,7 +312,7 @@ class SimulatedNetwork(ResolvedBackground):
         long_lived, bulks = self._background(jobs[0].placement)
         eng = ENGINES[self.engine](topo.capacity, self.max_events, self.max_backlog)
         scale = 1.0 / self.header_efficiency
-        ports = [np.random.default_rng([self.seed, self.epoch, k]).integers(self.ecmp_ports, size=j.pattern.num_flows)
+        ports = [ecmp_ports((self.seed, self.epoch, k), self.ecmp_ports, j.pattern.num_flows)
                  for k, j in enumerate(jobs)]
         if isinstance(eng, CompiledEngine):
             plan = self._plan(topo, jobs, scale)

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..netsim.background import Background, Bulk, bulk_path, parse_background, resolve_background
+from ..netsim.ecmp import ecmp_ports
 from ..netsim.network import Job, ResolvedBackground, _check_message, _hosts, degrade_rates
 from ..pattern import CollectivePattern
 from ..topology import Topology
@@ -253,7 +254,7 @@ class PacketNetwork(ResolvedBackground):
         for k, job in enumerate(jobs):
             p, place = job.pattern, job.placement
             F = p.num_flows
-            ports = np.random.default_rng([self.seed, self.epoch, k]).integers(self.ecmp_ports, size=F)
+            ports = ecmp_ports((self.seed, self.epoch, k), self.ecmp_ports, F)
             sh, dh = place[p.src], place[p.dst]
             for f in range(F):
                 s, d = int(sh[f]), int(dh[f])
