@@ -33,6 +33,13 @@ one ECMP call per plan) against 1440d6e, same hour, bit-identical epoch times:
     ring-ali-512       11.5                 11.5                 < 20 s
     growth 256 -> 512  x8.5                 x8.6                 ~x4.5   (missed)
 
+Stop 28: the ECMP port draws compiled (``netsim/ecmp.py``, the same integers as numpy's
+``default_rng([seed, epoch, job]).integers``; ~3 us instead of ~16-18 us per job and epoch), one run
+after the other on a quiet machine, bit-identical epoch times:
+
+    case               27aa1a5^ (ratio)     27aa1a5 (ratio)      target
+    tree-bg x100       10.4-11.6x           14.0-16.3x (6 runs)  >= 10x the reference (met)
+
 Stop 26, the same doubling at a constant load (``alibaba-scaled``) beside the fixed fabric, one run:
 
     N: 64 -> 128 -> 256 -> 512   fixed 720 hosts          scaled 90 -> 720 hosts   flows log flows
