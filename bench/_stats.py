@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from scipy.stats import binom
 
-__all__ = ["rep_order", "paired_ratios", "median_ci", "verdict", "format_ci"]
+__all__ = ["rep_order", "paired_ratios", "median_ci", "verdict", "band_verdict", "segment_pairs", "format_ci"]
 
 
 def rep_order(names: Sequence[str], rnd: int, rep: int) -> list[str]:
@@ -91,6 +91,38 @@ def verdict(low: float, high: float, target: float) -> str:
     if low > target:
         return "missed"
     return "inside noise"
+
+
+def band_verdict(low: float, high: float, tol: float) -> str:
+    """For a ratio that should be 1: ``met`` when the whole interval lies in ``[1 - tol, 1 + tol]``,
+    ``missed`` when it lies wholly outside, ``inside noise`` otherwise."""
+    if 1.0 - tol <= low and high <= 1.0 + tol:
+        return "met"
+    if high < 1.0 - tol or low > 1.0 + tol:
+        return "missed"
+    return "inside noise"
+
+
+def segment_pairs(times: Sequence[float], base: Sequence[float], segment: int,
+                  skip: int = 0) -> tuple[list[float], list[float]]:
+    """Two arms run as alternating segments of ``segment`` epochs (epoch ``k`` of round ``r`` at
+    index ``r * segment + k`` of each flat list): epochs 1..segment-1 of every round from ``skip``
+    on, for both arms, paired by position. Epoch 0 of a segment follows the other arm's segment, so
+    whatever that arm left running (a tuner thread's round) would fall on it; it is left out.
+
+    Raises:
+        ValueError: the arms differ in length, are not whole segments, ``segment < 2``, or
+            ``skip`` leaves no round.
+    """
+    if segment < 2:
+        raise ValueError(f"segment_pairs: segment {segment} leaves no epoch after the first")
+    if len(times) != len(base) or len(times) % segment:
+        raise ValueError(f"segment_pairs: {len(times)} and {len(base)} epochs are not whole segments of {segment}")
+    rounds = len(times) // segment
+    if not 0 <= skip < rounds:
+        raise ValueError(f"segment_pairs: skip {skip} is not in 0..{rounds - 1} (rounds)")
+    keep = [r * segment + k for r in range(skip, rounds) for k in range(1, segment)]
+    return [times[i] for i in keep], [base[i] for i in keep]
 
 
 def format_ci(med: float, low: float, high: float, digits: int = 2) -> str:

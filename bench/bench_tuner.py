@@ -14,7 +14,8 @@ ring and nccl-tree, 4 MB): the pattern changes it made (target 0, and its decisi
 and, over the last half of the epochs, the per-epoch paired ratio of REACT on to off and of the
 control plane alone (a controller that never decides) to off, the three arms interleaved epoch by
 epoch on one group (target |gain| <= 0.5%: on/off within 1 +- 0.005; on 2 shared cores the
-interval stays a few % wide after 500 pairs, so it reads "inside the noise"). The tuner threads of
+interval stays a few % wide after 500 pairs, so it reads "inside the noise"; ``bench_testbed_p0.py``
+reads it on shaped links, where an epoch is bandwidth-bound and the interval a few tenths). The tuner threads of
 "on" and "control" run their rounds right after their own epochs, so part of that work falls in
 the next arm's epoch, often "off": the ratios understate the control plane's cost a little.
 """

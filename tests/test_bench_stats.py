@@ -53,3 +53,26 @@ def test_rep_order_is_a_seeded_shuffle():
     # no method always follows the same one (the rotating order's flaw)
     before_ring = {o[o.index("ring") - 1] for o in orders if o.index("ring") > 0}
     assert len(before_ring) == 3
+
+
+def test_band_verdict_reads_a_ratio_against_one_plus_minus_tol():
+    assert stats.band_verdict(0.998, 1.004, 0.005) == "met"
+    assert stats.band_verdict(0.995, 1.005, 0.005) == "met"            # the band's edges are in it
+    assert stats.band_verdict(0.990, 1.001, 0.005) == "inside noise"
+    assert stats.band_verdict(1.006, 1.02, 0.005) == "missed"
+    assert stats.band_verdict(0.97, 0.994, 0.005) == "missed"
+
+
+def test_segment_pairs_leaves_out_each_segments_first_epoch():
+    # 3 rounds of segments of 3: arm A's epochs are 0..8, arm B's 10..18; round 0 skipped
+    a, b = list(range(9)), list(range(10, 19))
+    assert stats.segment_pairs(a, b, 3, skip=1) == ([4, 5, 7, 8], [14, 15, 17, 18])
+    assert stats.segment_pairs(a, b, 3) == ([1, 2, 4, 5, 7, 8], [11, 12, 14, 15, 17, 18])
+    with pytest.raises(ValueError, match="not whole segments of 4"):
+        stats.segment_pairs(a, b, 4)
+    with pytest.raises(ValueError, match="9 and 8 epochs"):
+        stats.segment_pairs(a, b[:8], 3)
+    with pytest.raises(ValueError, match="segment 1 leaves no epoch"):
+        stats.segment_pairs(a, b, 1)
+    with pytest.raises(ValueError, match="skip 3 is not in 0..2"):
+        stats.segment_pairs(a, b, 3, skip=3)
