@@ -50,6 +50,11 @@ Stop 26, the same doubling at a constant load (``alibaba-scaled``) beside the fi
 So where the flows sharing a bottleneck stay the same, a doubling costs what flows x log(flows)
 allows; on the fixed fabric the extra factor is the re-solved set (x1.9 at 256 -> 512).
 
+Stop 29, the whole bench on a quiet machine (engine unchanged since stop 28): tree-bg 14.0x,
+ring128-ft8 0.27 s, ring-ali-512 10.28 s, two-jobs 49.71 s, fig5a 10.2 s warm (26.7 s with a cold numba
+cache); per doubling, fixed fabric x4.6, x5.6, x7.8 and scaled x7.3, x4.7, x4.7 against x4.7, x4.6, x4.5;
+CPU per re-solved flow 1.48, 1.35, 1.22, 1.18 us on the fixed fabric.
+
 The growth is the model's own: the rate changes a max-min re-solve must make per event grow with
 the flows sharing a bottleneck (about 3 per event at 256 ranks, 7 at 512: x9 in all for x2 ranks),
 and the compiled engine's cost per rate change stays about the same. ``experiment fig5a`` took
