@@ -4,8 +4,9 @@
 On four localhost processes (``bench_tuner.py --gloo``) an epoch's time is mostly CPU scheduling on
 two shared cores, and the paired interval on REACT's gain stays +-2-3% wide after 500 pairs. Here
 the ranks run in the emulated cluster (:class:`reactccl.runtime.testbed.Testbed`, one network
-namespace per host, each host link shaped to ``--rate``), so an epoch is bandwidth-bound and its
-time repeats to about a percent. The static pattern (``baseline``) and the same pattern under REACT
+namespace per host, each host link shaped to ``--rate``), so an epoch is bandwidth-bound: a ring's
+repeats to under a percent, a tree's (two trees' TCP flows on each link) varies about +-10% at 2 MB
+and +-6% at 8 MB, so the tree wants many more pairs. The static pattern (``baseline``) and the same pattern under REACT
 (``react``) alternate in segments of ``--segment`` epochs (the worker's ABAB order), with no external
 flow. The first epoch of every segment is left out of both arms: REACT's tuner thread runs its
 control-plane round right after REACT's epochs, so with one epoch per segment that work fell into the
