@@ -103,25 +103,26 @@ def band_verdict(low: float, high: float, tol: float) -> str:
     return "inside noise"
 
 
-def segment_pairs(times: Sequence[float], base: Sequence[float], segment: int,
-                  skip: int = 0) -> tuple[list[float], list[float]]:
+def segment_pairs(times: Sequence[float], base: Sequence[float], segment: int, skip: int = 0,
+                  drop: int = 1) -> tuple[list[float], list[float]]:
     """Two arms run as alternating segments of ``segment`` epochs (epoch ``k`` of round ``r`` at
-    index ``r * segment + k`` of each flat list): epochs 1..segment-1 of every round from ``skip``
-    on, for both arms, paired by position. Epoch 0 of a segment follows the other arm's segment, so
-    whatever that arm left running (a tuner thread's round) would fall on it; it is left out.
+    index ``r * segment + k`` of each flat list): epochs drop..segment-1 of every round from
+    ``skip`` on, for both arms, paired by position. The first epoch of a segment follows the other
+    arm's segment, so whatever that arm left running (a tuner thread's round) falls on it: ``drop=1``
+    (the default) leaves it out; ``drop=0`` keeps every epoch.
 
     Raises:
-        ValueError: the arms differ in length, are not whole segments, ``segment < 2``, or
-            ``skip`` leaves no round.
+        ValueError: the arms differ in length, are not whole segments, ``drop`` is not in
+            ``0..segment-1``, or ``skip`` leaves no round.
     """
-    if segment < 2:
-        raise ValueError(f"segment_pairs: segment {segment} leaves no epoch after the first")
+    if not 0 <= drop < segment:
+        raise ValueError(f"segment_pairs: drop {drop} leaves no epoch of a segment of {segment}")
     if len(times) != len(base) or len(times) % segment:
         raise ValueError(f"segment_pairs: {len(times)} and {len(base)} epochs are not whole segments of {segment}")
     rounds = len(times) // segment
     if not 0 <= skip < rounds:
         raise ValueError(f"segment_pairs: skip {skip} is not in 0..{rounds - 1} (rounds)")
-    keep = [r * segment + k for r in range(skip, rounds) for k in range(1, segment)]
+    keep = [r * segment + k for r in range(skip, rounds) for k in range(drop, segment)]
     return [times[i] for i in keep], [base[i] for i in keep]
 
 

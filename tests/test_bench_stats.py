@@ -72,7 +72,9 @@ def test_segment_pairs_leaves_out_each_segments_first_epoch():
         stats.segment_pairs(a, b, 4)
     with pytest.raises(ValueError, match="9 and 8 epochs"):
         stats.segment_pairs(a, b[:8], 3)
-    with pytest.raises(ValueError, match="segment 1 leaves no epoch"):
+    assert stats.segment_pairs(a, b, 3, skip=2, drop=0) == ([6, 7, 8], [16, 17, 18])
+    assert stats.segment_pairs(a[:3], b[:3], 1, drop=0) == ([0, 1, 2], [10, 11, 12])   # epoch by epoch
+    with pytest.raises(ValueError, match="drop 1 leaves no epoch of a segment of 1"):
         stats.segment_pairs(a, b, 1)
     with pytest.raises(ValueError, match="skip 3 is not in 0..2"):
         stats.segment_pairs(a, b, 3, skip=3)
