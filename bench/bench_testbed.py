@@ -17,7 +17,7 @@ import statistics as st
 import sys
 import time
 
-from reactccl.runtime.testbed import Testbed, measure_transfers, netns_unavailable, parse_rate
+from reactccl.testbed import Testbed, measure_transfers, netns_unavailable, parse_rate
 
 GOODPUT = 1448 / 1514
 

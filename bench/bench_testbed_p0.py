@@ -3,7 +3,7 @@
 
 On four localhost processes (``bench_tuner.py --gloo``) an epoch's time is mostly CPU scheduling on
 two shared cores, and the paired interval on REACT's gain stays +-2-3% wide after 500 pairs. Here
-the ranks run in the emulated cluster (:class:`reactccl.runtime.testbed.Testbed`, one network
+the ranks run in the emulated cluster (:class:`reactccl.testbed.Testbed`, one network
 namespace per host, each host link shaped to ``--rate``), so an epoch is bandwidth-bound: a ring's
 repeats to under a percent, a tree's (two trees' TCP flows on each link) varies about +-10% at 2 MB
 and +-6% at 8 MB, so the tree wants many more pairs. The static pattern (``baseline``) and the same pattern under REACT
@@ -32,8 +32,8 @@ import time
 
 from _stats import band_verdict, format_ci, median_ci, paired_ratios, segment_pairs
 
-from reactccl.runtime.testbed import netns_unavailable
-from reactccl.runtime.testbed.experiment import ExperimentConfig, run_experiment
+from reactccl.testbed import netns_unavailable
+from reactccl.testbed.experiment import ExperimentConfig, run_experiment
 
 TOLERANCE = 0.005   # the issue's |gain| <= 0.5%
 

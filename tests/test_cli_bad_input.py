@@ -163,7 +163,7 @@ def _script(*argv: str) -> subprocess.CompletedProcess:
 def _entry(script: str):
     """``main`` of an example script or of the testbed worker, imported in this process."""
     if script == "worker":
-        from reactccl.runtime.testbed.worker import main as worker_main
+        from reactccl.testbed.worker import main as worker_main
         return worker_main
     import importlib.util
     spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)

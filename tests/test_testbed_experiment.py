@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from reactccl.runtime.testbed import netns_unavailable
-from reactccl.runtime.testbed.experiment import (ExperimentConfig, default_victim, format_table,
+from reactccl.testbed import netns_unavailable
+from reactccl.testbed.experiment import (ExperimentConfig, default_victim, format_table,
                                                  run_experiment, summarize)
 
 
@@ -63,7 +63,7 @@ def test_leaf_of_both_trees_has_fan_in_two_but_receives_half():
     # with a leaf of tree 1 makes it a leaf of both trees: one half-message flow from each tree
     # in step 3 (fan-in still 2) but only 1.0 of the message in all
     from reactccl.algorithms import generate
-    from reactccl.runtime.testbed.worker import in_fraction
+    from reactccl.testbed.worker import in_fraction
     p = generate("nccl-tree", 4)
     q = p.relabel(np.array([1, 0, 2, 3]), graph=1)
     assert p.degrees()[0][:, 1].tolist() == [2, 0, 1, 1] and in_fraction(p)[1] == 2.0

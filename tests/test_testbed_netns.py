@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from reactccl.runtime.testbed import Testbed, TestbedError, measure_transfers, netns_unavailable
-from reactccl.runtime.testbed import netns as netns_mod
-from reactccl.runtime.testbed import testbed as testbed_mod
-from reactccl.runtime.testbed.state import new_prefix
+from reactccl.testbed import Testbed, TestbedError, measure_transfers, netns_unavailable
+from reactccl.testbed import netns as netns_mod
+from reactccl.testbed import testbed as testbed_mod
+from reactccl.testbed.state import new_prefix
 
 pytestmark = [pytest.mark.netns,
               pytest.mark.skipif(netns_unavailable() is not None, reason=str(netns_unavailable()))]
@@ -184,7 +184,7 @@ def _kill9_after(proc: subprocess.Popen, word: str, timeout: float = 60.0) -> No
 
 _MID_BUILD = """
 import sys, time
-from reactccl.runtime.testbed import Testbed, testbed as m
+from reactccl.testbed import Testbed, testbed as m
 real, calls = m.shape_egress, []
 def stuck(*a):
     calls.append(a)
@@ -225,7 +225,7 @@ def test_killed_with_block_and_killed_run_leave_nothing_for_the_next_command(tmp
     # a `with Testbed` block (transient) whose process dies with congestion flows running
     prefix = new_prefix()
     child = _spawn(f"""
-from reactccl.runtime.testbed import Testbed
+from reactccl.testbed import Testbed
 import time
 with Testbed(hosts=2, rate="100mbit", prefix="{prefix}") as tb:
     tb.congest(into=1, flows=2)
@@ -240,7 +240,7 @@ with Testbed(hosts=2, rate="100mbit", prefix="{prefix}") as tb:
         assert _leftovers(prefix) == ([], [])
         # a `testbed run` launcher killed while its ranks run: the next run stops them first
         launcher = _spawn(f"""
-from reactccl.runtime.testbed import Testbed
+from reactccl.testbed import Testbed
 tb = Testbed.attach("{tb.prefix}")
 import threading, time
 threading.Timer(1.0, lambda: print("running", flush=True)).start()

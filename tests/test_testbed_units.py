@@ -5,10 +5,10 @@ import json
 import pytest
 
 from reactccl.cli.main import build_parser
-from reactccl.runtime.testbed import TestbedError, parse_rate, parse_size
-from reactccl.runtime.testbed.launcher import rank_env
-from reactccl.runtime.testbed.state import TestbedState, check_prefix, load_state, new_prefix
-from reactccl.runtime.testbed.testbed import Testbed
+from reactccl.testbed import TestbedError, parse_rate, parse_size
+from reactccl.testbed.launcher import rank_env
+from reactccl.testbed.state import TestbedState, check_prefix, load_state, new_prefix
+from reactccl.testbed.testbed import Testbed
 
 
 @pytest.mark.parametrize("text,bps", [("200mbit", 200_000_000), ("1.5gbit", 1_500_000_000),
@@ -100,8 +100,8 @@ def test_cli_parses_testbed_commands():
     (dict(algorithm="nosuch"), "unknown"), (dict(algorithm="ring-allgather"), "allreduce"),
     (dict(victim=5, hosts=(4, 8)), "victim")])
 def test_experiment_config_is_checked_before_anything_is_built(kw, words):
-    from reactccl.runtime.testbed.experiment import ExperimentConfig
-    from reactccl.runtime.testbed.netns import TestbedConfigError
+    from reactccl.testbed.experiment import ExperimentConfig
+    from reactccl.testbed.netns import TestbedConfigError
     with pytest.raises(TestbedConfigError, match=words):
         ExperimentConfig(**kw).check()
     ExperimentConfig().check()  # the defaults are fine
@@ -120,7 +120,7 @@ def test_stale_state_means_a_dead_owner_of_an_unfinished_or_transient_testbed(tm
     import subprocess
     import sys
 
-    from reactccl.runtime.testbed.state import process_token, same_process
+    from reactccl.testbed.state import process_token, same_process
     monkeypatch.setenv("REACTCCL_TESTBED_DIR", str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead_token = process_token(dead.pid)

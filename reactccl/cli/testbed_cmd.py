@@ -1,10 +1,10 @@
 """``reactccl testbed up|congest|run|down|status|experiment``: the emulated cluster on one machine.
 
-A thin layer over :class:`reactccl.runtime.testbed.Testbed`; see that module for
+A thin layer over :class:`reactccl.testbed.Testbed`; see that module for
 the layout. Commands after ``up`` find the testbed through its state file
 (``--prefix`` picks one when several are up). ``up`` and ``down`` first remove what
 killed commands left behind (half-built testbeds, ranks of a killed ``run``; see
-:func:`reactccl.runtime.testbed.testbed.sweep_stale`) and say so on stderr.
+:func:`reactccl.testbed.testbed.sweep_stale`) and say so on stderr.
 
 Exit codes: 0 done; 1 the testbed failed, or ``down`` found nothing to remove; 2 bad
 arguments (or no root/iproute2); a ``run`` returns the job's code (124 on timeout).
@@ -20,7 +20,7 @@ from .experiment_cmd import _check_params, _param
 
 
 def _tb():
-    from ..runtime import testbed  # noqa: PLC0415  (keep `reactccl --help` fast)
+    from .. import testbed  # noqa: PLC0415  (keep `reactccl --help` fast)
     return testbed
 
 
@@ -48,7 +48,7 @@ def _say_swept(swept) -> None:
 
 
 def _cmd_down(args) -> int:
-    from ..runtime.testbed.testbed import orphan_prefixes, sweep_stale
+    from ..testbed.testbed import orphan_prefixes, sweep_stale
     tbm = _tb()
     if args.prefix is not None:
         tbm.check_prefix(args.prefix)
@@ -133,7 +133,7 @@ def _cmd_status(args) -> int:
 
 
 def _cmd_experiment(args) -> int:
-    from ..runtime.testbed import experiment as ex  # noqa: PLC0415
+    from ..testbed import experiment as ex  # noqa: PLC0415
 
     params = dict(args.param)
     _check_params(params)

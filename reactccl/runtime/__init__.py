@@ -1,5 +1,6 @@
-"""Real execution: patterns as torch.distributed point-to-point collectives (RCollective),
-the REACT control plane (RTuner), and an emulated cluster (``testbed``).
+"""Real execution: patterns as torch.distributed point-to-point collectives (RCollective)
+and the REACT control plane (RTuner). The emulated cluster that runs such ranks,
+:mod:`reactccl.testbed`, sits above this package.
 
 The layout and record modules are numpy-only; ``RCollective`` and ``RTuner`` need
 PyTorch and are imported on first use, so ``import reactccl.runtime`` works

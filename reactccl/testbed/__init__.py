@@ -2,7 +2,7 @@
 joined by a bridge, every link rate-shaped, with external congestion flows and a
 torchrun-like launcher. Needs root and iproute2.
 
-    from reactccl.runtime.testbed import Testbed
+    from reactccl.testbed import Testbed
     with Testbed(hosts=4, rate="200mbit") as tb:
         tb.congest(into=2, flows=1)
         result = tb.run(["python", "train.py"], timeout=300)

@@ -74,7 +74,7 @@ class ExperimentConfig:
 
     def check(self) -> None:
         """Raise TestbedConfigError naming the first bad setting (before any testbed is built)."""
-        from ..entry import allreduce_algorithm_error  # noqa: PLC0415
+        from ..runtime.entry import allreduce_algorithm_error  # noqa: PLC0415
         from .worker import MODES  # noqa: PLC0415
         bad = allreduce_algorithm_error(self.algorithm, "algorithm")
         if bad:
@@ -100,7 +100,7 @@ class ExperimentConfig:
 def default_victim(algorithm: str, n: int) -> int:
     """The rank receiving the largest share of the message in ``generate(algorithm, n)``
     (lowest rank on ties): where congestion hurts a static pattern most."""
-    from ...algorithms import generate  # noqa: PLC0415
+    from ..algorithms import generate  # noqa: PLC0415
 
     p = generate(algorithm, n)
     into = np.bincount(p.dst, weights=p.flow_fraction, minlength=n)
@@ -146,7 +146,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path,
 
 def _run_once(tb: Testbed, cfg: ExperimentConfig, path: Path) -> dict:
     path.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "reactccl.runtime.testbed.worker", "--modes", ",".join(cfg.modes),
+    cmd = [sys.executable, "-m", "reactccl.testbed.worker", "--modes", ",".join(cfg.modes),
            "--algorithm", cfg.algorithm, "--mbytes", str(cfg.mbytes), "--epochs", str(cfg.epochs),
            "--rounds", str(cfg.rounds), "--react", json.dumps(cfg.react_options), "--out", str(path)]
     res = tb.run(cmd, timeout=cfg.timeout, stream=False)

@@ -3,7 +3,7 @@
 Started once per host by :meth:`Testbed.run` (or by real ``torchrun``; only the
 standard ``RANK``/``WORLD_SIZE``/``MASTER_*`` variables are read)::
 
-    python -m reactccl.runtime.testbed.worker --modes baseline,react,nccl \\
+    python -m reactccl.testbed.worker --modes baseline,react,nccl \\
         --rounds 2 --epochs 30 --mbytes 4 --out result.json
 
 Modes, each run as ``rounds`` segments of ``epochs`` epochs in ABAB order
@@ -37,7 +37,7 @@ MODES = ("baseline", "react", "nccl")
 def _make_ops(modes, algorithm, react_options):
     import torch.distributed as dist  # noqa: PLC0415
 
-    from ...torch import ReactAllReduce  # noqa: PLC0415
+    from ..torch import ReactAllReduce  # noqa: PLC0415
 
     ops = {}
     for mode in modes:
@@ -62,7 +62,7 @@ def in_fraction(pattern) -> list[float]:
 
 
 def _check_args(ap: argparse.ArgumentParser, a: argparse.Namespace, modes: list[str]) -> None:
-    from ..entry import allreduce_algorithm_error  # noqa: PLC0415
+    from ..runtime.entry import allreduce_algorithm_error  # noqa: PLC0415
     if not modes or any(m not in MODES for m in modes):
         ap.error(f"--modes {a.modes!r}: choose from {', '.join(MODES)}")
     if allreduce_algorithm_error(a.algorithm):
@@ -97,10 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # noqa: PLC0415
     import torch.distributed as dist  # noqa: PLC0415
 
-    from ...algorithms import generate  # noqa: PLC0415
+    from ..algorithms import generate  # noqa: PLC0415
 
     torch.set_num_threads(1)
-    from ..listen import init_process_group  # noqa: PLC0415
+    from ..runtime.listen import init_process_group  # noqa: PLC0415
     init_process_group("gloo", timeout=a.timeout)  # the store listens on MASTER_ADDR only
     rank, world = dist.get_rank(), dist.get_world_size()
     initial = generate(a.algorithm, world)
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             if float(x[0]) != expect or float(x[-1]) != expect:
                 raise RuntimeError(f"rank {rank}, mode {m}: wrong AllReduce result "
                                    f"{float(x[0])}, {float(x[-1])} (expected {expect})")
-    from ..wire import all_gather_json  # noqa: PLC0415
+    from ..runtime.wire import all_gather_json  # noqa: PLC0415
     gathered = all_gather_json({"enter": enter, "leave": leave})  # plain data, no pickle
     if rank == 0:
         result = {"world": world, "algorithm": a.algorithm, "message_bytes": numel * 4,
