@@ -51,7 +51,7 @@ from reactccl.netsim.background import job_degrade
 from reactccl.topology import parse_topology, placement
 from reactccl.tuner import Placement, ReactController, ReactParams, ViableSwaps
 from reactccl.tuner.estimate import LinkModel
-from reactccl.tuner.local import local_search
+from reactccl.tuner.steepest import local_search
 
 JUDGE_AT, VERDICT_AT, VERDICT_EPOCHS, HELD_AT = 10_000, 20_000, 400, 30_000
 MESSAGE = 20e6

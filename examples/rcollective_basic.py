@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--mbytes", type=float, default=1.0)
     a = ap.parse_args(argv)
-    from reactccl.runtime.entry import allreduce_algorithm_error
+    from reactccl.runtime.argcheck import allreduce_algorithm_error
     if allreduce_algorithm_error(a.algorithm):
         ap.error(allreduce_algorithm_error(a.algorithm))
     if not 1 <= a.ranks <= 64:

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds any wait may take")
     args = ap.parse_args(argv)
     # checked before the process group exists, so every rank stops with one line, not a traceback
-    from reactccl.runtime.entry import allreduce_algorithm_error
+    from reactccl.runtime.argcheck import allreduce_algorithm_error
     if args.steps < 1:
         ap.error(f"--steps: expected an integer >= 1, got {args.steps}")
     if not args.timeout > 0:

@@ -5,7 +5,7 @@ import pytest
 
 from reactccl.algorithms import generate
 from reactccl.netsim import FluidEngine, LongLived, SimulatedCluster, SimulationError
-from reactccl.netsim.fast import CompiledEngine
+from reactccl.netsim.compiled import CompiledEngine
 from reactccl.topology import fat_tree, leaf_spine
 
 

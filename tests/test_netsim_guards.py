@@ -13,7 +13,7 @@ from reactccl.netsim import (
     BackgroundError, Bulk, FluidEngine, SimulatedCluster, SimulationError, parse_degrade, random_degrade,
     resolve_background, run_simulation,
 )
-from reactccl.netsim.engine import MAX_BACKLOG
+from reactccl.netsim.reference import MAX_BACKLOG
 from reactccl.topology import TopologyError, fat_tree, star
 
 

@@ -11,7 +11,7 @@ from reactccl.algorithms import generate
 from reactccl.trace import EpochTrace
 from reactccl.tuner import ReactParams, run_react
 from reactccl.tuner.paths import FctModel, schedule
-from reactccl.tuner.search import apply_transforms
+from reactccl.tuner.greedy import apply_transforms
 from reactccl.tuner.synthetic import SyntheticExecutor
 from reactccl.tuner.transforms import Placement, Transform, ViableSwaps
 

@@ -8,7 +8,7 @@ import pytest
 from reactccl.algorithms import generate
 from reactccl.pattern import PatternError, verify
 from reactccl.tuner import apply_window_swap, candidate_windows, find_viable_swaps
-from reactccl.tuner.local import graph_chunks
+from reactccl.tuner.steepest import graph_chunks
 
 
 def _passes(q, chunks=None) -> bool:

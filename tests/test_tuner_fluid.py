@@ -13,7 +13,7 @@ from reactccl.topology.builders import star
 from reactccl.tuner import ReactParams
 from reactccl.tuner.estimate import LinkModel
 from reactccl.tuner.fluid import fluid_finish
-from reactccl.tuner.local import estimated_epoch
+from reactccl.tuner.steepest import estimated_epoch
 
 C = 100e9
 MB = 1e6

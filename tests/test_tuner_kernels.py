@@ -8,7 +8,7 @@ from reactccl.algorithms import generate
 from reactccl.pattern.order import send_groups
 from reactccl.tuner.estimate import LinkModel, mean_concurrency
 from reactccl.tuner.kernels import _mean_concurrency, estimated_finish, send_group_arrays
-from reactccl.tuner.local import estimated_epoch
+from reactccl.tuner.steepest import estimated_epoch
 from reactccl.tuner.paths import schedule
 from reactccl.tuner.synthetic import SyntheticExecutor
 
@@ -82,7 +82,7 @@ def test_endpoint_scoring_gives_the_same_react_run(monkeypatch, estimator, topo,
     from reactccl.netsim import SimulatedCluster
     from reactccl.topology import parse_topology, placement
     from reactccl.tuner import ReactParams, run_react
-    from reactccl.tuner import local
+    from reactccl.tuner import steepest
 
     t = parse_topology(topo)
     hosts = placement(t, 8, place, seed=2)
@@ -100,7 +100,7 @@ def test_endpoint_scoring_gives_the_same_react_run(monkeypatch, estimator, topo,
     monkeypatch.setattr(CandidateScorer, "score_rows", counted)
     runs = []
     for on in (True, False):
-        monkeypatch.setattr(local, "ENDPOINT_SCORING", on)
+        monkeypatch.setattr(steepest, "ENDPOINT_SCORING", on)
         r = run_react(SimulatedCluster(t, hosts, 20e6, background=bg, seed=2), p, 60, ReactParams(estimator=estimator))
         runs.append(r)
     a, b = runs

@@ -18,8 +18,8 @@ from .background import (
     BackgroundError, Bulk, IntoRanks, LongLived, OutOfRanks, RandomPairs, parse_background, parse_degrade,
     random_degrade, resolve_background,
 )
-from .engine import FluidEngine, SimulationError
-from .fast import CompiledEngine
+from .reference import FluidEngine, SimulationError
+from .compiled import CompiledEngine
 from .maxmin import max_min_rates
 from .network import Job, SimulatedCluster, SimulatedNetwork
 from .run import SimulationResult, run_simulation

@@ -1,7 +1,7 @@
 """:class:`CompiledEngine`: the fluid engine with its event loop and max-min re-solve compiled.
 
 Same inputs, same outputs and the same model as the pure-Python
-:class:`~reactccl.netsim.engine.FluidEngine`, which stays the reference (a test runs both on
+:class:`~reactccl.netsim.reference.FluidEngine`, which stays the reference (a test runs both on
 random dependency graphs with background and bulk flows and compares every flow's times to
 1e-9 relative). The loop itself is :func:`reactccl.netsim.core.run_loop` (numba, cached on disk
 after the first compile), set up by :func:`reactccl.netsim.prepare.prepare` (both in one call,
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import core
-from .engine import MAX_EVENTS_BASE, MAX_EVENTS_PER_FLOW, FluidEngine, SimulationError
+from .reference import MAX_EVENTS_BASE, MAX_EVENTS_PER_FLOW, FluidEngine, SimulationError
 from .plan import FlowTable
 
 __all__ = ["CompiledEngine"]
@@ -43,7 +43,7 @@ def _csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 
 class CompiledEngine(FluidEngine):
-    """:class:`~reactccl.netsim.engine.FluidEngine` with a compiled :meth:`run` (same arguments,
+    """:class:`~reactccl.netsim.reference.FluidEngine` with a compiled :meth:`run` (same arguments,
     attributes and errors). Flows and joins are kept as :class:`~reactccl.netsim.plan.FlowTable`
     blocks; :meth:`add_flow_arrays` and :meth:`add_join_arrays` take CSR arrays directly, and
     :meth:`use_table` a whole ready table (an :class:`~reactccl.netsim.plan.EpochPlan`'s). ``start``,

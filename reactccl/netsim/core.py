@@ -1,7 +1,7 @@
-"""The compiled event loop of :class:`~reactccl.netsim.fast.CompiledEngine` (numba, ``cache=True``).
+"""The compiled event loop of :class:`~reactccl.netsim.compiled.CompiledEngine` (numba, ``cache=True``).
 
 Same model, same events and same batching as the pure-Python
-:class:`~reactccl.netsim.engine.FluidEngine` (the reference); only the data layout differs:
+:class:`~reactccl.netsim.reference.FluidEngine` (the reference); only the data layout differs:
 
 * a flow's path is a slice of one flat link buffer (``pstart``/``plen``), and each link keeps
   its active flows in a fixed slot range of ``lbuf`` (sized up front: the flows that ever cross

@@ -24,7 +24,7 @@ With ``order="step"`` (the default, :mod:`reactccl.pattern.order`) there is one 
 (src, chunk graph), each of which waits on it once more.
 
 Child references mix flows and joins: ``c >= 0`` is a flow id, ``c < 0`` is join ``~c``
-(bitwise not), the convention :class:`~reactccl.netsim.engine.FluidEngine` follows.
+(bitwise not), the convention :class:`~reactccl.netsim.reference.FluidEngine` follows.
 """
 
 from __future__ import annotations

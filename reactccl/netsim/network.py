@@ -27,9 +27,9 @@ from ..pattern import CollectivePattern
 from ..topology import Topology
 from ..trace import EpochTrace
 from .background import Background, Bulk, bulk_path, parse_background, parse_degrade, resolve_background
-from .engine import MAX_BACKLOG, FluidEngine
+from .reference import MAX_BACKLOG, FluidEngine
 from .ecmp import ecmp_ports
-from .fast import CompiledEngine
+from .compiled import CompiledEngine
 from ..pattern.order import check_order
 from .jobdata import JobData
 from .joins import join_graph
@@ -164,7 +164,7 @@ class SimulatedNetwork(ResolvedBackground):
         ecmp_ports: ports per flow K (REACT §7.3 uses 4); 1 = fixed paths.
         seed: seeds port draws (``default_rng([seed, epoch, job])``) and background choices.
         max_backlog: most bursts of one bulk source that may be sending at once (see
-            :class:`~reactccl.netsim.engine.FluidEngine`); more raises SimulationError.
+            :class:`~reactccl.netsim.reference.FluidEngine`); more raises SimulationError.
         max_events: events allowed per epoch (``None``: the engine's generous default).
         order: ``"step"`` (default) or ``"data"``, the execution order of
             :mod:`reactccl.pattern.order`.

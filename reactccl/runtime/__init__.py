@@ -23,7 +23,7 @@ __all__ = ["LocalOp", "LocalPlan", "LocalRecord", "RCollective", "RTuner", "Flow
 
 _LAZY = {"RCollective": "rcollective", "FlowTimeoutError": "rcollective", "MismatchError": "rcollective",
          "pattern_digest": "rcollective", "RTuner": "rtuner", "ControlPlaneError": "rtuner",
-         "clock_offset": "clock", "run_local": "local", "LocalRunError": "local", "RealExecutor": "executor"}
+         "clock_offset": "clock", "run_local": "local", "LocalRunError": "local", "RealExecutor": "lockstep"}
 
 
 def __getattr__(name: str):

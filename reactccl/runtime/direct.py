@@ -4,7 +4,7 @@ threads and no driver loop.
 
 The calling thread waits for the receives one after another in schedule order (step, flow,
 part). What becomes runnable therefore changes only at its own waits, so the order in which
-the data-driven rule (:mod:`reactccl.runtime.execute`: an op runs once it heads every queue
+the data-driven rule (:mod:`reactccl.runtime.run_schedule`: an op runs once it heads every queue
 of its units; a received op once its data is there and the unstaged sends of its units have
 left; a send once its lane's sends of the previous step have left) runs the ops is the same
 on every call. :func:`compile_direct` finds that order once, by running the rule on the

@@ -7,7 +7,7 @@ input sits in block r, for ReduceScatter rank r's output ends in block r; see
 (:func:`~reactccl.runtime.layout.chunk_bounds`); a ``reduce`` flow adds into
 the receiver's chunks, a ``copy`` flow overwrites them.
 
-Execution (details in :mod:`reactccl.runtime.schedule` and :mod:`reactccl.runtime.execute`).
+Execution (details in :mod:`reactccl.runtime.schedule` and :mod:`reactccl.runtime.run_schedule`).
 Each rank turns the pattern into a :class:`~reactccl.runtime.schedule.Schedule`: every chunk
 cut into pipeline parts (about ``pipeline_bytes`` each; off by default), every flow into one
 op per part.
@@ -78,7 +78,7 @@ import torch.distributed as dist
 from ..pattern import CollectivePattern, pattern_digest, verify
 from .clock import clock_offset
 from .direct import compile_direct, run_direct
-from .execute import run_data, run_stepwise
+from .run_schedule import run_data, run_stepwise
 from .layout import SEND, block_bounds, chunk_bounds
 from .schedule import Schedule, SliceOp, build_schedule, choose_parts, flow_reaches, receives_in_order
 from .waiters import Waiters

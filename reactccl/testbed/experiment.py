@@ -74,7 +74,7 @@ class ExperimentConfig:
 
     def check(self) -> None:
         """Raise TestbedConfigError naming the first bad setting (before any testbed is built)."""
-        from ..runtime.entry import allreduce_algorithm_error  # noqa: PLC0415
+        from ..runtime.argcheck import allreduce_algorithm_error  # noqa: PLC0415
         from .worker import MODES  # noqa: PLC0415
         bad = allreduce_algorithm_error(self.algorithm, "algorithm")
         if bad:

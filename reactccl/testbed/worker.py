@@ -62,7 +62,7 @@ def in_fraction(pattern) -> list[float]:
 
 
 def _check_args(ap: argparse.ArgumentParser, a: argparse.Namespace, modes: list[str]) -> None:
-    from ..runtime.entry import allreduce_algorithm_error  # noqa: PLC0415
+    from ..runtime.argcheck import allreduce_algorithm_error  # noqa: PLC0415
     if not modes or any(m not in MODES for m in modes):
         ap.error(f"--modes {a.modes!r}: choose from {', '.join(MODES)}")
     if allreduce_algorithm_error(a.algorithm):

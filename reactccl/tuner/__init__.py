@@ -9,7 +9,7 @@ only, so it drives the simulator and real ranks alike through ``run_epoch(patter
 from .controller import ReactController
 from .detect import Congestion, detect_congestion, noise_floor, throughput_matrix
 from .estimate import LinkModel, mean_concurrency
-from .local import LocalResult, estimated_epoch, local_search
+from .steepest import LocalResult, estimated_epoch, local_search
 from .equivalence import (
     SwapSet, apply_window_swap, brute_force_viable_swaps, candidate_windows, find_viable_swaps, window_mask,
 )
@@ -17,7 +17,7 @@ from .log import Decision, DecisionLog
 from .params import ReactParams
 from .paths import CriticalPath, FctModel, critical_path, path_time
 from .run import ReactRun, run_baseline, run_react
-from .search import (
+from .greedy import (
     Attempt, CongestedNode, SearchResult, apply_transforms, candidate_swaps, congested_nodes, transform_table,
 )
 from .transforms import DegreeTable, Placement, Swap, Transform, TunerError, ViableSwaps

@@ -1,6 +1,6 @@
 """Scoring the local search's candidates from their endpoint arrays alone.
 
-A candidate of :func:`~reactccl.tuner.local.local_search` differs from the current pattern only
+A candidate of :func:`~reactccl.tuner.steepest.local_search` differs from the current pattern only
 in its flows' endpoints (``src``, ``dst``) where the collective has no root and no blocks to move
 (allreduce). :class:`CandidateScorer` then scores it without building a
 :class:`~reactccl.pattern.CollectivePattern`. It calls the compiled kernels that the pattern's

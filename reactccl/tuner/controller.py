@@ -2,7 +2,7 @@
 
 :class:`ReactController` is fed one :class:`EpochTrace` per epoch. After each batch of B epochs of
 one pattern it judges a running trial (keep, revert, or run it one more batch), or searches for a
-better pattern (:func:`~reactccl.tuner.local.local_search`, or Algorithm 1's
+better pattern (:func:`~reactccl.tuner.steepest.local_search`, or Algorithm 1's
 :func:`apply_transforms`); a new pattern takes effect ``apply_delay`` epochs later, for every rank
 at the same epoch.
 """
@@ -20,8 +20,8 @@ from .params import ReactParams
 from .paths import FctModel
 from .detect import Congestion, detect_congestion
 from .estimate import LinkModel, Observation
-from .local import local_search
-from .search import SearchResult, apply_transforms
+from .steepest import local_search
+from .greedy import SearchResult, apply_transforms
 from .transforms import Placement, Swap, TunerError, ViableSwaps
 from .verdict import trial_verdict
 
@@ -54,7 +54,7 @@ class ReactController:
     Exploring: after a batch with congestion detected (:func:`detect_congestion`, noise-aware),
     or after E_max batches without exploration (forced), REACT fits a
     :class:`~reactccl.tuner.estimate.LinkModel` to the H-epoch FCT history and searches
-    (:func:`~reactccl.tuner.local.local_search`, ``params.search = "local"``) for the placement
+    (:func:`~reactccl.tuner.steepest.local_search`, ``params.search = "local"``) for the placement
     with the lowest estimated epoch time; it is tried when the estimate is (1 + ε) faster and
     the gain is one the trial's test can confirm against the batch's epoch-time spread
     (:meth:`_detectable`), so noise alone never starts a trial. ``search = "greedy"`` runs Algorithm 1 instead.

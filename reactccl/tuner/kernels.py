@@ -9,7 +9,7 @@ final schedule), in one call instead of ~60 numpy calls and two Python loops ove
 The numpy code stays the reference; ``tests/test_tuner_kernels.py`` compares the two exactly
 on random patterns and models.
 
-Why: :func:`~reactccl.tuner.local.local_search` scores hundreds of candidate patterns per
+Why: :func:`~reactccl.tuner.steepest.local_search` scores hundreds of candidate patterns per
 decision; on the 8-rank patterns of the REACT figures numpy's per-call overhead, not the
 arithmetic, was 60% of the search (issue 12: ``experiment fig5a`` spent 95% of its time there).
 Source: ours.

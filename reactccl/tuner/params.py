@@ -32,9 +32,9 @@ class ReactParams:
             keep a new pattern only if the measured epoch time improves by (1 + τ_r).
         apply_delay: L, epochs between a decision and the epoch every rank switches (§6.3: 5).
         seed: seed of the random choices among equally ranked swaps.
-        search: "local" (default): :func:`~reactccl.tuner.local.local_search` over ①②③ on the
+        search: "local" (default): :func:`~reactccl.tuner.steepest.local_search` over ①②③ on the
             fitted :class:`~reactccl.tuner.estimate.LinkModel`, many moves per decision; or
-            "greedy": the paper's Algorithm 1 (:func:`~reactccl.tuner.search.apply_transforms`).
+            "greedy": the paper's Algorithm 1 (:func:`~reactccl.tuner.greedy.apply_transforms`).
         max_moves, max_evals: local search limits (moves per decision, candidates scored).
         estimator: how the local search estimates a candidate's epoch: "closed" (the model's
             closed-form FCTs on the critical path), "fluid" (max-min sharing on the learned

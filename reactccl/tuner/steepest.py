@@ -1,6 +1,6 @@
 """Local search over REACT's move set for the best estimated whole-epoch time (§5.3, §5.4.1).
 
-Where Algorithm 1 (:mod:`.search`) accepts one greedy swap per congested node against the old
+Where Algorithm 1 (:mod:`.greedy`) accepts one greedy swap per congested node against the old
 critical paths, :func:`local_search` walks the placement space: at each step it scores every
 candidate move that touches a rank on the current *estimated* critical path — ③ window swaps and
 ② chunk swaps from the exact viable sets, ① global swaps with the least loaded partners — by the

@@ -10,7 +10,7 @@ from reactccl.trace import EpochTrace
 from reactccl.tuner import Placement, ReactController, ReactParams, Swap, Transform, ViableSwaps, detect_congestion, \
     run_baseline, run_react
 from reactccl.tuner.estimate import LinkModel, Observation, mean_concurrency
-from reactccl.tuner.local import estimated_epoch, local_search
+from reactccl.tuner.steepest import estimated_epoch, local_search
 from reactccl.tuner.paths import schedule
 from reactccl.tuner.synthetic import SyntheticExecutor
 from reactccl.tuner.verdict import trial_verdict
