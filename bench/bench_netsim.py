@@ -33,7 +33,7 @@ one ECMP call per plan) against 1440d6e, same hour, bit-identical epoch times:
     ring-ali-512       11.5                 11.5                 < 20 s
     growth 256 -> 512  x8.5                 x8.6                 ~x4.5   (missed)
 
-Stop 28: the ECMP port draws compiled (``netsim/ecmp.py``, the same integers as numpy's
+Stop 28: the ECMP port draws compiled (``traffic/ecmp.py``, the same integers as numpy's
 ``default_rng([seed, epoch, job]).integers``; ~3 us instead of ~16-18 us per job and epoch), one run
 after the other on a quiet machine, bit-identical epoch times:
 

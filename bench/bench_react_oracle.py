@@ -47,7 +47,7 @@ import numpy as np
 
 from reactccl.algorithms import generate
 from reactccl.netsim import SimulatedCluster
-from reactccl.netsim.background import job_degrade
+from reactccl.traffic.background import job_degrade
 from reactccl.topology import parse_topology, placement
 from reactccl.tuner import Placement, ReactController, ReactParams, ViableSwaps
 from reactccl.tuner.estimate import LinkModel

@@ -4,7 +4,7 @@ that surely meet the job)."""
 import numpy as np
 import pytest
 
-from reactccl.netsim.background import BackgroundError, job_cables, job_degrade, parse_degrade
+from reactccl.traffic.background import BackgroundError, job_cables, job_degrade, parse_degrade
 from reactccl.topology import parse_topology
 
 

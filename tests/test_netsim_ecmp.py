@@ -5,7 +5,7 @@ import pytest
 
 from reactccl.algorithms import generate
 from reactccl.netsim import SimulatedCluster
-from reactccl.netsim.ecmp import ecmp_ports
+from reactccl.traffic.ecmp import ecmp_ports
 from reactccl.topology import fat_tree
 
 # 1431655766 = ceil(2^32 / 3): Lemire's method rejects about a third of the 32-bit draws, so the

@@ -7,7 +7,7 @@ import pytest
 from reactccl.algorithms import generate
 from reactccl.experiments.perf import MAX_SIZES, nccl_sizes
 from reactccl.netsim import SimulatedCluster
-from reactccl.netsim.background import BackgroundError, parse_background
+from reactccl.traffic.background import BackgroundError, parse_background
 from reactccl.pattern.msccl_common import MscclError
 from reactccl.pattern.msccl_export import to_msccl_xml
 from reactccl.topology import parse_topology

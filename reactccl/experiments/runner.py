@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..algorithms import generate
-from ..netsim import Job, SimulatedNetwork
+from ..netsim import SimulatedNetwork
 from ..pattern import CollectivePattern
 from ..trace import EpochTrace
 from .metrics import epoch_metrics, improvement

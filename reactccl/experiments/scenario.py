@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..netsim import LongLived, RandomPairs, resolve_background
-from ..netsim.background import job_cables
+from ..traffic import LongLived, RandomPairs, job_cables, resolve_background
 from ..topology import Topology, parse_topology
 
 __all__ = ["JobSpec", "Scenario", "PAPER", "scenario_seed", "topology", "random_pairs_scenario",

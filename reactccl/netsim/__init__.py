@@ -11,17 +11,27 @@ Engines: :class:`CompiledEngine` (numba, the default) and :class:`FluidEngine` (
 reference); choose with ``engine=`` or ``$REACTCCL_NETSIM_ENGINE``. Sizes beyond what memory or
 time allows are refused before work (topology links, pattern flows, background flows).
 
-See DESIGN.md "Layers": knows topologies, patterns and traces, not the tuner.
+Jobs, background and degraded links come from :mod:`reactccl.traffic` (re-exported here).
+See DESIGN.md "Layers": knows topologies, patterns, traffic and traces, not the tuner.
 """
 
-from .background import (
-    BackgroundError, Bulk, IntoRanks, LongLived, OutOfRanks, RandomPairs, parse_background, parse_degrade,
-    random_degrade, resolve_background,
+from ..traffic import (
+    BackgroundError,
+    Bulk,
+    IntoRanks,
+    Job,
+    LongLived,
+    OutOfRanks,
+    RandomPairs,
+    parse_background,
+    parse_degrade,
+    random_degrade,
+    resolve_background,
 )
-from .reference import FluidEngine, SimulationError
 from .compiled import CompiledEngine
 from .maxmin import max_min_rates
-from .network import Job, SimulatedCluster, SimulatedNetwork
+from .network import SimulatedCluster, SimulatedNetwork
+from .reference import FluidEngine, SimulationError
 from .run import SimulationResult, run_simulation
 
 __all__ = [

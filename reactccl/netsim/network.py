@@ -19,21 +19,31 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..pattern import CollectivePattern
+from ..pattern.order import check_order
 from ..topology import Topology
 from ..trace import EpochTrace
-from .background import Background, Bulk, bulk_path, parse_background, parse_degrade, resolve_background
-from .reference import MAX_BACKLOG, FluidEngine
-from .ecmp import ecmp_ports
+from ..traffic import (
+    Background,
+    Bulk,
+    Job,
+    ResolvedBackground,
+    bulk_path,
+    check_message_bytes,
+    degrade_rates,
+    ecmp_ports,
+    host_ids,
+    parse_background,
+    resolve_background,
+)
 from .compiled import CompiledEngine
-from ..pattern.order import check_order
 from .jobdata import JobData
 from .joins import join_graph
 from .plan import EpochPlan, PathList
+from .reference import MAX_BACKLOG, FluidEngine
 
 __all__ = ["SimulatedNetwork", "SimulatedCluster", "Job", "degrade_rates", "ENGINES", "check_header_efficiency",
            "default_engine"]
@@ -58,34 +68,6 @@ def check_header_efficiency(value) -> float:
         raise ValueError(f"header_efficiency: payload bytes per wire byte must be in (0, 1] (e.g. 1448/1538 "
                          f"= 0.9415 for TCP over 1500-byte-MTU Ethernet), got {value!r}")
     return v
-
-
-@dataclass(frozen=True)
-class Job:
-    """One job of an epoch: its pattern, rank->host placement (shape ``(N,)``) and message size (bytes)."""
-
-    pattern: CollectivePattern
-    placement: np.ndarray
-    message_bytes: float
-
-
-def _check_message(value, where: str) -> float:
-    """``value`` as a float message size in bytes; ValueError naming ``where`` unless finite and > 0."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{where}: expected a number of bytes, got {value!r}") from None
-    if not (np.isfinite(v) and v > 0):
-        raise ValueError(f"{where}: must be a finite number of bytes > 0, got {value!r}")
-    return v
-
-
-def _hosts(topology: Topology, placement) -> np.ndarray:
-    """Host ids (shape ``(N,)``) from ids or host names."""
-    if isinstance(placement, np.ndarray) and placement.dtype.kind in "iu" and placement.ndim == 1 and (
-            placement.size == 0 or (placement.min() >= 0 and placement.max() < topology.num_hosts)):
-        return placement.astype(np.int64, copy=False)
-    return np.array([topology.host_id(h) for h in placement], dtype=np.int64)
 
 
 def _job_flows(topology: Topology, job: Job, job_id: int, ports: np.ndarray, offset: int, join_offset: int,
@@ -119,43 +101,12 @@ def _split(flat: list, ptr: np.ndarray, kind: type = list) -> list:
     return [flat[a:b] for a, b in zip(pp[:-1], pp[1:])]
 
 
-def degrade_rates(topology: Topology, degrade: Mapping[int, float] | str | Sequence[str] | None,
-                  seed: int = 0, hosts: Sequence[int] | np.ndarray | None = None) -> dict[int, float]:
-    """``{link_id: bit/s}`` from a mapping or from degrade specs (spec ``i`` drawn with ``seed + i``;
-    ``hosts``, the job's host ids, for ``job:`` specs that draw from the job's own cables)."""
-    if degrade is None or isinstance(degrade, Mapping):
-        return dict(degrade or {})
-    specs = [degrade] if isinstance(degrade, str) else list(degrade)
-    rates: dict[int, float] = {}
-    for i, spec in enumerate(specs):
-        rates.update(parse_degrade(spec, topology, seed=seed + i, hosts=hosts))
-    return rates
-
-
-class ResolvedBackground:
-    """The background a network resolved at its first epoch, read back (shared by
-    :class:`SimulatedNetwork` and :class:`reactccl.packetsim.PacketNetwork`, which keep it
-    as ``self._resolved = (long_lived, bulks)`` or None before the first epoch)."""
-
-    _resolved: tuple | None = None
-
-    @property
-    def long_lived(self) -> list[tuple[int, int]]:
-        """Resolved long-lived background flows as ``(src_host, dst_host)`` (after the first epoch)."""
-        return [] if self._resolved is None else list(self._resolved[0])
-
-    @property
-    def bulks(self) -> list[Bulk]:
-        """Resolved bulk sources with host ids (after the first epoch)."""
-        return [] if self._resolved is None else list(self._resolved[1])
-
-
 class SimulatedNetwork(ResolvedBackground):
     """A network that runs epochs of one or more jobs together, with background traffic.
 
     Args:
         topology: the network (already degraded, or pass ``degrade``).
-        background: spec objects or text (see :mod:`.background`, e.g. ``"into:3:p=2"``), or one of them;
+        background: spec objects or text (see :mod:`reactccl.traffic.background`, e.g. ``"into:3:p=2"``), or one of them;
             rank-relative ones are resolved against ``reference_placement`` (default: the
             first job's placement at the first epoch).
         degrade: ``{link_id: bit/s}`` capacities to lower, or degrade specs as text
@@ -231,7 +182,7 @@ class SimulatedNetwork(ResolvedBackground):
         if (type(placement) is np.ndarray and placement.dtype == np.int64 and placement.ndim == 1
                 and placement.tobytes() in self._distinct):
             return placement
-        return _hosts(self.topology, placement)
+        return host_ids(self.topology, placement)
 
     def _plan(self, topology: Topology, jobs: Sequence[Job], scale: float) -> EpochPlan:
         """The cached :class:`~reactccl.netsim.plan.EpochPlan` of ``jobs`` with this network's
@@ -280,7 +231,7 @@ class SimulatedNetwork(ResolvedBackground):
         return list(self._paths_cache[1])
 
     def bulk_paths(self) -> list[np.ndarray]:
-        """Link ids of each resolved bulk source (:func:`~reactccl.netsim.background.bulk_path`)."""
+        """Link ids of each resolved bulk source (:func:`~reactccl.traffic.background.bulk_path`)."""
         self.background_paths()
         return list(self._paths_cache[2])
 
@@ -295,7 +246,8 @@ class SimulatedNetwork(ResolvedBackground):
             SimulationError: a job that cannot finish.
         """
         jobs = [j if isinstance(j, Job) else Job(*j) for j in jobs]
-        jobs = [Job(j.pattern, self._checked(j.placement), _check_message(j.message_bytes, f"job {k}: message_bytes"))
+        jobs = [Job(j.pattern, self._checked(j.placement),
+                    check_message_bytes(j.message_bytes, f"job {k}: message_bytes"))
                 for k, j in enumerate(jobs)]
         if not jobs:
             raise ValueError("run_jobs: no jobs")
@@ -389,8 +341,8 @@ class SimulatedCluster:
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None,
                  ecmp_ports: int = 4, seed: int = 0, order: str = "step", header_efficiency: float = 1.0,
                  engine: str | None = None) -> None:
-        self.placement = _hosts(topology, placement)
-        self.message_bytes = _check_message(message_bytes, "message_bytes")
+        self.placement = host_ids(topology, placement)
+        self.message_bytes = check_message_bytes(message_bytes, "message_bytes")
         self.network = SimulatedNetwork(topology, background, degrade, ecmp_ports, seed,
                                         reference_placement=self.placement, order=order,
                                         header_efficiency=header_efficiency, engine=engine)

@@ -19,11 +19,11 @@ from ..algorithms import generate
 from ..lookahead import tell_ahead
 from ..pattern import CollectivePattern
 from ..topology import Topology, parse_topology
-from ..topology.units import parse_bytes
 from ..topology import placement as place_ranks
+from ..topology.units import parse_bytes
 from ..trace import EpochTrace
-from .background import Background, parse_background
-from .network import SimulatedCluster, degrade_rates
+from ..traffic import Background, degrade_rates, parse_background
+from .network import SimulatedCluster
 
 __all__ = ["run_simulation", "SimulationResult"]
 

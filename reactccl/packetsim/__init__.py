@@ -4,8 +4,8 @@ The same executor protocol as :mod:`reactccl.netsim` (``run_epoch(pattern) -> Ep
 ``run_jobs`` for several jobs), with TCP (DCTCP or ns-3's default), queues and per-packet
 forwarding inside ns-3. Importing this package does not import ns-3; building a network does.
 
-See DESIGN.md "Layers": sits beside netsim (knows topologies, patterns, traces and netsim's
-background specs), not the tuner.
+See DESIGN.md "Layers": sits beside netsim (knows topologies, patterns, traces and the jobs and
+background of :mod:`reactccl.traffic`), not the tuner.
 """
 
 from .deps import START_RULES, child_lists, start_parents

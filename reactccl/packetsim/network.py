@@ -39,12 +39,22 @@ from typing import Any
 
 import numpy as np
 
-from ..netsim.background import Background, Bulk, bulk_path, parse_background, resolve_background
-from ..netsim.ecmp import ecmp_ports
-from ..netsim.network import Job, ResolvedBackground, _check_message, _hosts, degrade_rates
 from ..pattern import CollectivePattern
 from ..topology import Topology
 from ..trace import EpochTrace
+from ..traffic import (
+    Background,
+    Bulk,
+    Job,
+    ResolvedBackground,
+    bulk_path,
+    check_message_bytes,
+    degrade_rates,
+    ecmp_ports,
+    host_ids,
+    parse_background,
+    resolve_background,
+)
 from .deps import START_RULES, child_lists, start_parents
 from .native import PacketSimError, load
 from .transport import Transport, get_transport
@@ -239,8 +249,8 @@ class PacketNetwork(ResolvedBackground):
         jobs = [j if isinstance(j, Job) else Job(*j) for j in jobs]
         if not jobs:
             raise ValueError("run_jobs: no jobs")
-        jobs = [Job(j.pattern, _hosts(self.topology, j.placement), _check_message(j.message_bytes,
-                                                                                  f"job {k}: message_bytes"))
+        jobs = [Job(j.pattern, host_ids(self.topology, j.placement),
+                    check_message_bytes(j.message_bytes, f"job {k}: message_bytes"))
                 for k, j in enumerate(jobs)]
         for k, j in enumerate(jobs):
             if len(j.placement) != j.pattern.num_ranks:
@@ -302,8 +312,8 @@ class PacketCluster:
                  background: Sequence[Background | str] = (),
                  degrade: Mapping[int, float] | str | Sequence[str] | None = None,
                  ecmp_ports: int = 4, seed: int = 0, **options: Any) -> None:
-        self.placement = _hosts(topology, placement)
-        self.message_bytes = _check_message(message_bytes, "message_bytes")
+        self.placement = host_ids(topology, placement)
+        self.message_bytes = check_message_bytes(message_bytes, "message_bytes")
         self.network = PacketNetwork(topology, background=background, degrade=degrade, ecmp_ports=ecmp_ports,
                                      seed=seed, reference_placement=self.placement, **options)
 

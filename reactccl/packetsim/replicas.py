@@ -36,18 +36,18 @@ replica, ``spawn`` start method: ns-3 cannot be forked once loaded).
 from __future__ import annotations
 
 import multiprocessing
-from functools import partial
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ..netsim.network import ResolvedBackground
 from ..pattern import CollectivePattern, pattern_digest
 from ..trace import EpochTrace
+from ..traffic import ResolvedBackground
 from .native import PacketSimError
 
 __all__ = ["ReplicaCluster", "packet_replicas"]

@@ -14,7 +14,7 @@ capacity; both are checked with errors naming the spec.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,7 @@ from ..topology import Topology, TopologyError, UnitError, parse_rate, parse_siz
 
 __all__ = ["LongLived", "Bulk", "IntoRanks", "OutOfRanks", "RandomPairs", "BackgroundError",
            "resolve_background", "parse_background", "parse_degrade", "random_degrade", "job_cables", "job_degrade",
-           "bulk_path"]
+           "bulk_path", "degrade_rates", "ResolvedBackground"]
 
 HostRef = int | str
 
@@ -404,3 +404,38 @@ def parse_degrade(spec: str, topology: Topology, seed: int = 0,
         return _degrade(topology, links, parse_rate(kv["rate"]), repr(text))
     except (UnitError, TopologyError) as exc:
         raise BackgroundError(f"{text!r}: {exc}") from None
+
+
+def degrade_rates(topology: Topology, degrade: Mapping[int, float] | str | Sequence[str] | None,
+                  seed: int = 0, hosts: Sequence[int] | np.ndarray | None = None) -> dict[int, float]:
+    """``{link_id: bit/s}`` from a mapping or from degrade specs (spec ``i`` drawn with ``seed + i``;
+    ``hosts``, the job's host ids, for ``job:`` specs that draw from the job's own cables).
+
+    Raises:
+        BackgroundError: a bad spec (see :func:`parse_degrade`).
+    """
+    if degrade is None or isinstance(degrade, Mapping):
+        return dict(degrade or {})
+    specs = [degrade] if isinstance(degrade, str) else list(degrade)
+    rates: dict[int, float] = {}
+    for i, spec in enumerate(specs):
+        rates.update(parse_degrade(spec, topology, seed=seed + i, hosts=hosts))
+    return rates
+
+
+class ResolvedBackground:
+    """The background a network resolved at its first epoch, read back (a mixin of
+    :class:`reactccl.netsim.SimulatedNetwork` and :class:`reactccl.packetsim.PacketNetwork`, which keep
+    it as ``self._resolved = (long_lived, bulks)``, None before the first epoch)."""
+
+    _resolved: tuple | None = None
+
+    @property
+    def long_lived(self) -> list[tuple[int, int]]:
+        """Resolved long-lived background flows as ``(src_host, dst_host)`` (after the first epoch)."""
+        return [] if self._resolved is None else list(self._resolved[0])
+
+    @property
+    def bulks(self) -> list[Bulk]:
+        """Resolved bulk sources with host ids (after the first epoch)."""
+        return [] if self._resolved is None else list(self._resolved[1])
