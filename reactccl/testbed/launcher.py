@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .netns import TestbedConfigError
+from .netns import TestbedConfigError, kill_groups
 from .state import CONTROL_IFNAME, process_token
 
 if TYPE_CHECKING:
@@ -103,7 +103,6 @@ def launch(tb: "Testbed", cmd: Sequence[str], *, timeout: float = 600.0,
         raise TestbedConfigError("testbed run: no command given (reactccl testbed run -- CMD ...)")
     if not timeout > 0:
         raise TestbedConfigError(f"timeout={timeout!r}: must be > 0 seconds")
-    from .testbed import kill_groups
     kill_groups(tb.state.orphan_ranks())  # ranks of an earlier launcher that was killed
     procs: list[subprocess.Popen] = []
     pumps: list[threading.Thread] = []

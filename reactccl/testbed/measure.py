@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import netns
 from .netns import TestbedError
+from .traffic import SCRIPT as TRAFFIC_SCRIPT
 
 if TYPE_CHECKING:
     from .testbed import Testbed
@@ -58,8 +59,6 @@ def measure_transfers(tb: "Testbed", pairs: Sequence[tuple[int, int]], nbytes: i
         raise TestbedError(f"measure_transfers: need pairs and nbytes > 0 (got {len(pairs)}, {nbytes})")
     if len(set(pairs)) != len(pairs) or any(s == d for s, d in pairs):
         raise TestbedError(f"measure_transfers: pairs must be distinct with src != dst: {list(pairs)}")
-    from .testbed import TRAFFIC_SCRIPT  # noqa: PLC0415  (avoid an import cycle)
-
     dsts = sorted({d for _, d in pairs})
     sinks, sources = {}, []
     try:

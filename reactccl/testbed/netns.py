@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "TestbedError", "TestbedConfigError", "netns_unavailable", "require_netns", "sh", "ip", "tc", "ns_sysctl",
-    "list_namespaces", "namespace_pids", "kill_pids", "delete_namespace",
+    "list_namespaces", "namespace_pids", "kill_pids", "kill_groups", "delete_namespace",
 ]
 
 #: Seconds any single iproute2/sysctl command may take before we give up.
@@ -127,6 +127,22 @@ def kill_pids(pids: Sequence[int], grace: float = 2.0) -> None:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def kill_groups(pids: Sequence[int], grace: float = 2.0) -> int:
+    """SIGTERM, then after ``grace`` s SIGKILL, the process groups led by ``pids`` (ranks that
+    ``testbed run`` started, each in its own session); returns how many groups were alive."""
+    alive = [p for p in pids if _alive(p)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in alive:
+            try:
+                os.killpg(p, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        while sig == signal.SIGTERM and time.monotonic() < deadline and any(_alive(p) for p in alive):
+            time.sleep(0.05)
+    return len(alive)
 
 
 def _alive(pid: int) -> bool:

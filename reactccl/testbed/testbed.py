@@ -20,24 +20,31 @@ named ``rcl0`` everywhere, so ``GLOO_SOCKET_IFNAME=rcl0`` serves every rank.
 from __future__ import annotations
 
 import os
-import signal
+import select
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from . import netns
 from .launcher import RunResult, launch
-from .netns import TestbedConfigError, TestbedError, ip
+from .netns import TestbedConfigError, TestbedError, ip, kill_groups
 from .shaping import DEFAULT_QUEUE_BYTES, parse_rate, parse_size, shape_egress
-from .state import (CONTROL_IFNAME, HOST_IFNAME, CongestionGroup, TestbedState, check_prefix, known_prefixes,
-                    load_state, new_prefix, process_token)
+from .state import (
+    CONTROL_IFNAME,
+    HOST_IFNAME,
+    CongestionGroup,
+    TestbedState,
+    check_prefix,
+    known_prefixes,
+    load_state,
+    new_prefix,
+    process_token,
+)
+from .traffic import SCRIPT as TRAFFIC_SCRIPT  # the stdlib-only sender/receiver, run by path inside namespaces
 
 __all__ = ["Testbed", "TRAFFIC_SCRIPT", "MAX_CONGEST_SECONDS", "sweep_stale", "orphan_prefixes", "kill_groups"]
 
-#: The stdlib-only sender/receiver, run by path inside namespaces.
-TRAFFIC_SCRIPT = str(Path(__file__).with_name("traffic.py"))
 #: Upper bound on "until stopped" congestion (a day), so no sender runs forever.
 MAX_CONGEST_SECONDS = 86400.0
 _SINK_PORT0 = 5201
@@ -304,22 +311,6 @@ def _is_traffic(pid: int) -> bool:
         return False
 
 
-def kill_groups(pids: Sequence[int], grace: float = 2.0) -> int:
-    """SIGTERM, then after ``grace`` s SIGKILL, the process groups led by ``pids`` (ranks that
-    ``testbed run`` started, each in its own session); returns how many groups were alive."""
-    alive = [p for p in pids if netns._alive(p)]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for p in alive:
-            try:
-                os.killpg(p, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        deadline = time.monotonic() + grace
-        while sig == signal.SIGTERM and time.monotonic() < deadline and any(netns._alive(p) for p in alive):
-            time.sleep(0.05)
-    return len(alive)
-
-
 def sweep_stale() -> list[tuple[str, dict]]:
     """Remove every testbed whose state file says a killed command left it (a half-built
     ``up``, or a transient ``with Testbed`` block, whose owner process is gone): its
@@ -352,8 +343,6 @@ def orphan_prefixes() -> list[str]:
 
 def _readline_with_timeout(proc: subprocess.Popen, timeout: float) -> str:
     """One line of ``proc.stdout``, or "" after ``timeout`` seconds / EOF."""
-    import select
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import selectors
 import signal
 import socket
@@ -27,6 +28,8 @@ import sys
 import time
 
 BUF = 256 * 1024
+SCRIPT = os.path.abspath(__file__)
+"""This file's path, as the testbed runs it (``python SCRIPT sink|source ...``) and finds its processes."""
 
 
 def _sink(port: int, count: int | None, seconds: float) -> int:
