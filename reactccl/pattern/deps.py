@@ -76,8 +76,6 @@ def dependencies_csr(pattern) -> tuple[np.ndarray, np.ndarray]:
 def dependencies_numpy(pattern) -> tuple[np.ndarray, np.ndarray]:
     """The numpy reference of :func:`dependencies_csr` (any size: positions and steps are
     numbered densely when the key would overflow)."""
-    from .ir import sorted_unique
-
     p = pattern
     F, C, N = p.num_flows, p.num_chunks, p.num_ranks
     if F == 0:
@@ -112,3 +110,12 @@ def dependencies_numpy(pattern) -> tuple[np.ndarray, np.ndarray]:
     ptr = np.zeros(F + 1, dtype=np.int64)
     np.cumsum(np.bincount(owner, minlength=F), out=ptr[1:])
     return ptr, dep
+
+
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of an integer array (sort-based; faster than
+    ``np.unique``'s hash path on large int64 arrays)."""
+    s = np.sort(a)
+    if s.size == 0:
+        return s
+    return s[np.concatenate(([True], s[1:] != s[:-1]))]

@@ -493,15 +493,6 @@ class CollectivePattern:
         return "\n".join(lines)
 
 
-def sorted_unique(a: np.ndarray) -> np.ndarray:
-    """Sorted distinct values of an integer array (sort-based; faster than
-    ``np.unique``'s hash path on large int64 arrays)."""
-    s = np.sort(a)
-    if s.size == 0:
-        return s
-    return s[np.concatenate(([True], s[1:] != s[:-1]))]
-
-
 def _compact_ints(values: np.ndarray) -> str:
     vals = sorted(int(v) for v in values)
     out, i = [], 0

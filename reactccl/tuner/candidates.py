@@ -41,8 +41,8 @@ __all__ = ["CandidateScorer", "SCORED", "PATTERN_PATH", "REJECT", "MOVE_BLOCK"]
 # numba checks a cache entry against its own source file only, and _score_kernel has the kernels of
 # these files compiled in: their hashes are pinned (tests/test_tuner_kernels.py checks the pins), so
 # an edit there is an edit here; while a pin is off, the kernel is compiled afresh in each process
-PINNED = {"pattern/verify_fast.py": "998093800d5d8183", "pattern/deps.py": "2ad8177bd050d173",
-          "tuner/fluid.py": "03480213e0cf1049", "tuner/kernels.py": "f3bf52dd9a9f0f0d"}
+PINNED = {"pattern/verify_fast.py": "998093800d5d8183", "pattern/deps.py": "6b58cb19f2a0a484",
+          "tuner/fluid.py": "03480213e0cf1049", "tuner/kernels.py": "3313bfffb7de3840"}
 _CACHE = pins_hold(Path(__file__).parent.parent, PINNED)
 
 # what _score_kernel found: a score; the pattern path must decide; the candidate does not verify
