@@ -8,7 +8,7 @@ import pytest
 
 from reactccl.cli.demo_cmd import fitting_topologies
 from reactccl.cli.main import main
-from reactccl.cli.pattern_cmd import parse_options
+from reactccl.cli.options import parse_options
 
 
 def _read_then_close(args: list[str], lines: int) -> tuple[list[bytes], str, int]:

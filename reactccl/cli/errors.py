@@ -18,7 +18,7 @@ import errno
 import os
 import sys
 
-__all__ = ["USAGE_ERRORS", "report", "os_error_text", "error_text", "progress", "EXIT_USAGE"]
+__all__ = ["USAGE_ERRORS", "report", "report_fail", "os_error_text", "error_text", "progress", "EXIT_USAGE"]
 
 EXIT_USAGE = 2
 
@@ -67,3 +67,11 @@ def report(exc: BaseException | str, prefix: str = "error", path: str | os.PathL
 def progress(*parts) -> None:
     """A progress line on stderr (stdout keeps the result, as in ``simulate`` and ``pattern``)."""
     print(*parts, file=sys.stderr, flush=True)
+
+
+def report_fail(path: str, exc: Exception, stream=None) -> int:
+    """Print ``FAIL PATH: why`` (on ``stream``, default stdout) for a pattern that does not compute
+    its collective (``exc``, a VerificationError), JSON or MSCCL XML alike; returns 1, the exit code
+    of a failed check."""
+    print(f"FAIL {path}: {exc}", file=stream or sys.stdout)
+    return 1

@@ -14,13 +14,8 @@ from ..pattern.files import load_pattern
 from ..pattern.msccl_common import MscclError
 from ..pattern.msccl_export import MAX_CHANNELS, executor_limits, to_msccl_xml
 from ..pattern.msccl_import import from_msccl_xml
-
-
-def report_fail(path: str, exc: VerificationError, stream=None) -> int:
-    """Print ``FAIL PATH: why`` (on ``stream``, default stdout) for a pattern that does not compute
-    its collective, JSON or MSCCL XML alike; returns 1, the exit code of a failed check."""
-    print(f"FAIL {path}: {exc}", file=stream or sys.stdout)
-    return 1
+from .errors import report_fail
+from .options import parse_options
 
 
 def _source(args):
@@ -28,7 +23,6 @@ def _source(args):
         return load_pattern(args.source)
     if args.ranks is None:
         raise PatternError(f"{args.source!r} is neither a pattern file nor used with --ranks N (an algorithm name)")
-    from .pattern_cmd import parse_options
     return generate(args.source, args.ranks, **parse_options(args.option))
 
 

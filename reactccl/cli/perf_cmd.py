@@ -20,7 +20,7 @@ from ..packetsim.native import INSTALL_HINT
 from ..pattern import PatternError
 from .errors import report
 from ._common import check_outputs, deprecated_alias
-from .pattern_cmd import parse_options
+from .options import parse_options
 
 
 #: ``perf --engine`` names -> the simulator's engine (fluid is the compiled engine, as in ``simulate``).

@@ -31,7 +31,7 @@ from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
 from .errors import report
 from ._common import check_outputs, deprecated_alias
-from .pattern_cmd import parse_options
+from .options import parse_options
 from .simulate_files import add_file_options, load_pattern_arg, write_outputs
 
 EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
