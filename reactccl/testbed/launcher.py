@@ -25,18 +25,38 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .netns import TestbedConfigError, kill_groups
-from .state import CONTROL_IFNAME, process_token
+from .state import CONTROL_IFNAME, TestbedState, process_token
 
-if TYPE_CHECKING:
-    from .testbed import Testbed
-
-__all__ = ["RunResult", "launch", "rank_env"]
+__all__ = ["Hosts", "RunResult", "launch", "rank_env"]
 
 #: Exit code reported when the job ran past its timeout (as coreutils ``timeout``).
 TIMEOUT_EXIT = 124
+
+
+class Hosts(Protocol):
+    """What the launcher needs of a testbed (:class:`reactccl.testbed.Testbed` has it): its state
+    file (rank pids are recorded there), the number of hosts, each host's namespace and address,
+    the host link's interface name, and a way to start a process inside a namespace."""
+
+    state: TestbedState
+
+    @property
+    def hosts(self) -> int: ...
+
+    @property
+    def prefix(self) -> str: ...
+
+    @property
+    def ifname(self) -> str: ...
+
+    def host_ns(self, rank: int) -> str: ...
+
+    def host_addr(self, rank: int) -> str: ...
+
+    def popen(self, ns: str, argv: Sequence[str], **kwargs) -> subprocess.Popen: ...
 
 
 @dataclass
@@ -61,7 +81,7 @@ class RunResult:
     timed_out: bool = False
 
 
-def rank_env(tb: "Testbed", rank: int, master_port: int) -> dict[str, str]:
+def rank_env(tb: Hosts, rank: int, master_port: int) -> dict[str, str]:
     """The torchrun-style variables for ``rank`` on testbed ``tb`` (plus
     ``REACTCCL_CONTROL_IFNAME`` when it has a control network)."""
     control = {"REACTCCL_CONTROL_IFNAME": CONTROL_IFNAME} if tb.state.control else {}
@@ -84,7 +104,7 @@ def _pump(stream, rank: int, sink: list[str], echo: bool) -> None:
             sink.append(line)
 
 
-def launch(tb: "Testbed", cmd: Sequence[str], *, timeout: float = 600.0,
+def launch(tb: Hosts, cmd: Sequence[str], *, timeout: float = 600.0,
            env: Mapping[str, str] | None = None, master_port: int = 29500,
            stream: bool = True, grace: float = 5.0) -> RunResult:
     """Run ``cmd`` in every host namespace of ``tb`` and wait for all of them.
@@ -141,7 +161,7 @@ def launch(tb: "Testbed", cmd: Sequence[str], *, timeout: float = 600.0,
                      timed_out=timed_out)
 
 
-def _record(tb: "Testbed", procs: list[subprocess.Popen]) -> None:
+def _record(tb: Hosts, procs: list[subprocess.Popen]) -> None:
     """Keep the running ranks (and this launcher) in the state file, if the testbed has one."""
     tb.state.ranks = [[p.pid, process_token(p.pid)] for p in procs]
     tb.state.ranks_owner = [os.getpid(), process_token(os.getpid())] if procs else []
