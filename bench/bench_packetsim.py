@@ -91,7 +91,7 @@ def bench_tree(epochs: int, react_epochs: int, replicas: int = 1) -> None:
             if done % 10 == 0:
                 print(f"    {done} epochs: {time.perf_counter() - t0:.0f} s wall", flush=True)
 
-        try:       # run_react tells the replicas the settled patterns ahead (reactccl.lookahead)
+        try:       # run_react tells the replicas the settled patterns ahead (reactccl.contract)
             run = run_react(cluster, pattern, react_epochs, ReactParams(seed=1), progress=progress)
         finally:
             if replicas > 1:

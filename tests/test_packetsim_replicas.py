@@ -51,7 +51,7 @@ def test_react_on_replicas_equals_react_on_one_executor():
     np.testing.assert_array_equal(one.durations, two.durations)
     assert [d.epoch for d in one.decisions] == [d.epoch for d in two.decisions]
     assert used == 40
-    # run_react told the copies the settled patterns ahead (reactccl.lookahead): nothing was dropped
+    # run_react told the copies the settled patterns ahead (reactccl.contract): nothing was dropped
     assert dropped == 0
 
 
@@ -68,7 +68,7 @@ def test_without_expect_the_copies_guess_and_drop():
 
 
 def test_tell_ahead_stops_at_the_settled_epoch_and_the_run_end():
-    from reactccl.lookahead import tell_ahead
+    from reactccl.contract import tell_ahead
 
     class Ahead:
         lookahead = 3

@@ -102,7 +102,7 @@ class DemoResult:
     @property
     def controller(self):
         """REACT's controller (its ``decisions`` log)."""
-        return self.react.policies[0].controller
+        return self.react.controllers[0]
 
     def before_after(self) -> dict[str, Any]:
         """The pattern before and after: chunk-graph views, parent arrays of trees, moved positions."""

@@ -2,91 +2,44 @@
 
 Every arm gets a fresh :class:`reactccl.netsim.SimulatedNetwork` with the scenario's seed,
 so the external flows, failed links and the ECMP port drawn for flow ``i`` at epoch
-``e`` are the same in every arm; only the patterns differ. Each job is driven by a
-policy: :class:`StaticPolicy` (the pattern never changes) or :class:`ReactPolicy`
-(a :class:`reactccl.tuner.ReactController` that observes the job's own traces and
-decides the pattern of later epochs). Several jobs run in one network epoch by epoch
-(:meth:`SimulatedNetwork.run_jobs`), each controller seeing only its own trace.
+``e`` are the same in every arm; only the patterns differ. Each job has a controller
+(:mod:`reactccl.contract`): a :class:`~reactccl.contract.StaticController` (the pattern never
+changes) or a :class:`reactccl.tuner.ReactController` that observes the job's own traces and
+decides the pattern of later epochs. Several jobs run in one network epoch by epoch
+(:meth:`SimulatedNetwork.run_jobs`, driven by :class:`reactccl.contract.Drive`), each controller
+seeing only its own trace.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from ..algorithms import generate
+from ..contract import Controller, Drive, StaticController
 from ..netsim import SimulatedNetwork
 from ..pattern import CollectivePattern
 from ..trace import EpochTrace
+from ..traffic import Job
+from ..tuner import ReactController, ReactParams
 from .metrics import epoch_metrics, improvement
 from .scenario import Scenario, topology
 
-__all__ = ["ENGINES", "make_network", "Policy", "StaticPolicy", "ReactPolicy", "ArmRun", "ArmDriver", "run_arm", "run_scenario",
-           "run_scenario_arm", "combine_arms"]
-
-
-class Policy(Protocol):
-    """What drives one job: the pattern to run at an epoch, and what to learn from its trace."""
-
-    def pattern_for(self, epoch: int) -> CollectivePattern: ...
-
-    def observe(self, trace: EpochTrace) -> None: ...
-
-
-class StaticPolicy:
-    """The baseline: ``pattern`` at every epoch."""
-
-    def __init__(self, pattern: CollectivePattern) -> None:
-        self.pattern = pattern
-
-    def pattern_for(self, epoch: int) -> CollectivePattern:
-        """The fixed pattern."""
-        return self.pattern
-
-    def observe(self, trace: EpochTrace) -> None:
-        """Nothing to learn."""
-
-
-class ReactPolicy:
-    """REACT on one job: a :class:`reactccl.tuner.ReactController` over ``pattern``.
-
-    Args:
-        pattern: the job's initial pattern (positions = ranks).
-        params: keyword arguments of :class:`reactccl.tuner.ReactParams` (Table 3 names),
-            e.g. ``{"seed": 3}``.
-    """
-
-    def __init__(self, pattern: CollectivePattern, params: Mapping[str, Any] | None = None) -> None:
-        from ..tuner import ReactController, ReactParams  # the tuner is optional for baseline-only runs
-
-        self.params = ReactParams(**dict(params or {}))
-        self.controller = ReactController(pattern, self.params)
-
-    def pattern_for(self, epoch: int) -> CollectivePattern:
-        """The pattern the controller has scheduled for ``epoch``."""
-        return self.controller.pattern_for_epoch(epoch)
-
-    def observe(self, trace: EpochTrace) -> None:
-        """Feed the epoch's trace to the controller (it may schedule a new pattern)."""
-        self.controller.observe(trace)
-
-    @property
-    def log(self):
-        """The controller's decision log."""
-        return self.controller.decisions
+__all__ = ["ENGINES", "make_network", "ArmRun", "ArmDriver", "run_arm", "run_scenario", "run_scenario_arm",
+           "combine_arms"]
 
 
 @dataclass
 class ArmRun:
     """One arm of a scenario: per-epoch times (s) of each job, shape ``(epochs, jobs)``, the
-    policies (for their logs and final patterns) and how many times each job's pattern changed."""
+    controllers (for REACT's decision logs) and how many times each job's pattern changed."""
 
     name: str
     durations: np.ndarray
-    policies: list[Any]
+    controllers: list[Controller]
     changes: list[int]
     first: list[CollectivePattern]
     last: list[CollectivePattern]
@@ -112,15 +65,14 @@ def make_network(engine: str, *args: Any, **kwargs: Any):
     raise ValueError(f"engine {engine!r}: unknown; known: {', '.join(ENGINES)}")
 
 
-def _same(a: CollectivePattern, b: CollectivePattern) -> bool:
-    return a is b or (np.array_equal(a.src, b.src) and np.array_equal(a.dst, b.dst))
+class ArmDriver(Drive):
+    """One arm of ``scenario`` as a :class:`~reactccl.contract.Drive` over one network's
+    ``run_jobs``; job ``k`` uses REACT iff ``react[k]``. Step it an epoch at a time
+    (:meth:`~reactccl.contract.Drive.step`) or run it (:meth:`~reactccl.contract.Drive.run`).
 
-
-class ArmDriver:
-    """Steps one arm of ``scenario`` an epoch at a time; job ``k`` uses REACT iff ``react[k]``.
-
-    REACT's seed is ``scenario.seed + k`` unless ``params`` sets one. After each
-    :meth:`step`, ``durations[e, k]`` holds job k's epoch time and ``traces`` the last traces.
+    REACT's seed is ``scenario.seed + k`` unless ``params`` (keyword arguments of
+    :class:`reactccl.tuner.ReactParams`, Table 3 names) sets one. After each step,
+    ``durations[e, k]`` holds job k's epoch time and ``traces`` the last traces.
 
     Raises:
         ValueError: ``react`` of the wrong length; errors of the simulator and the generators.
@@ -134,46 +86,25 @@ class ArmDriver:
         self.network = make_network(engine, topology(scenario.topology), scenario.background(),
                                     dict(scenario.degrade) or None, scenario.ecmp_ports, scenario.seed,
                                     reference_placement=np.asarray(scenario.jobs[0].placement))
-        self.policies: list[Any] = []
-        for k, (job, on) in enumerate(zip(scenario.jobs, react)):
+        controllers: list[Controller] = []
+        for k, (job, on) in enumerate(zip(scenario.jobs, react, strict=True)):
             pattern = generate(job.algorithm, job.ranks)
             if on:
-                self.policies.append(ReactPolicy(pattern, {"seed": scenario.seed + k, **dict(params or {})}))
+                controllers.append(ReactController(pattern, ReactParams(**{"seed": scenario.seed + k,
+                                                                           **dict(params or {})})))
             else:
-                self.policies.append(StaticPolicy(pattern))
+                controllers.append(StaticController(pattern))
         self.places = [np.asarray(j.placement, dtype=np.int64) for j in scenario.jobs]
-        self.durations = np.zeros((scenario.epochs, len(scenario.jobs)))
-        self.first = [pol.pattern_for(0) for pol in self.policies]
-        self.current = list(self.first)
-        self.changes = [0] * len(self.policies)
-        self.epoch = 0
-        self.traces: list[EpochTrace] = []
+        super().__init__(controllers, scenario.epochs, run_jobs=self._run_jobs)
 
-    def step(self) -> list[EpochTrace]:
-        """Run the next epoch of every job; returns their traces.
-
-        Raises:
-            RuntimeError: all ``scenario.epochs`` epochs have run.
-        """
-        e = self.epoch
-        if e >= self.scenario.epochs:
-            raise RuntimeError(f"arm {self.name!r}: all {self.scenario.epochs} epochs have run")
-        pats = [pol.pattern_for(e) for pol in self.policies]
-        for k, pat in enumerate(pats):
-            if not _same(pat, self.current[k]):
-                self.changes[k] += 1
-        self.current = pats
-        jobs = [Job(pat, pl, j.message_bytes) for pat, pl, j in zip(pats, self.places, self.scenario.jobs)]
-        self.traces = self.network.run_jobs(jobs)
-        for k, (pol, tr) in enumerate(zip(self.policies, self.traces)):
-            self.durations[e, k] = tr.duration
-            pol.observe(tr)
-        self.epoch += 1
-        return self.traces
+    def _run_jobs(self, patterns: list[CollectivePattern]) -> list[EpochTrace]:
+        jobs = [Job(pat, pl, j.message_bytes) for pat, pl, j in zip(patterns, self.places, self.scenario.jobs,
+                                                                    strict=True)]
+        return self.network.run_jobs(jobs)
 
     def result(self) -> ArmRun:
         """The arm's record so far."""
-        return ArmRun(self.name, self.durations[:self.epoch], self.policies, list(self.changes), self.first,
+        return ArmRun(self.name, self.durations[:self.epoch], self.controllers, list(self.changes), self.first,
                       list(self.current))
 
 
@@ -182,16 +113,13 @@ def run_arm(scenario: Scenario, react: Sequence[bool], name: str = "", params: M
     """Run all jobs of ``scenario`` for ``scenario.epochs`` epochs (see :class:`ArmDriver`);
     ``on_epoch(e)`` is called after each epoch (progress bars)."""
     drv = ArmDriver(scenario, react, name, params, engine)
-    for e in range(scenario.epochs):
-        drv.step()
-        if on_epoch is not None:
-            on_epoch(e)
+    drv.run(None if on_epoch is None else (lambda e, traces: on_epoch(e)))
     return drv.result()
 
 
-def _log_counts(policy: Any) -> dict[str, int]:
-    """Decisions and reverts in a REACT policy's log (zeros for a static policy)."""
-    log = getattr(policy, "log", None) or []
+def _log_counts(controller: Controller) -> dict[str, int]:
+    """Decisions and reverts in a REACT controller's log (zeros for a static controller)."""
+    log = getattr(controller, "decisions", None) or []
     return {"decisions": len(log), "reverts": sum(d.kind == "revert" for d in log)}
 
 
@@ -213,7 +141,7 @@ def run_scenario_arm(scenario: Scenario, arm: int, params: Mapping[str, Any] | N
     name, react = scenario.arms[arm]
     run = run_arm(scenario, react, name, params, engine=engine)
     m = [epoch_metrics(run.durations[:, k], j.message_bytes, scenario.warmup) | {"changes": run.changes[k]}
-         | _log_counts(run.policies[k]) for k, j in enumerate(scenario.jobs)]
+         | _log_counts(run.controllers[k]) for k, j in enumerate(scenario.jobs)]
     return {"name": name, "jobs": m, "epoch_times": run.durations.round(9).tolist()}
 
 

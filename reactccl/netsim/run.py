@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import generate
-from ..lookahead import tell_ahead
+from ..contract import Controller, StaticController, drive
 from ..pattern import CollectivePattern
 from ..topology import Topology, parse_topology
 from ..topology import placement as place_ranks
@@ -124,7 +124,7 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
                    placement: str | Sequence[int] = "first", options: Mapping[str, Any] | None = None,
                    slowest: int = 5, keep_traces: bool = False,
                    progress: Callable[[int], None] | None = None,
-                   controller: Callable[[CollectivePattern], Any] | None = None,
+                   controller: Callable[[CollectivePattern], Controller] | None = None,
                    order: str = "step", header_efficiency: float = 1.0,
                    engine: str | None = None,
                    executor: Callable[..., Any] | None = None) -> SimulationResult:
@@ -142,10 +142,11 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
         placement: ``"first"``, ``"random"``, or host ids/names.
         slowest: how many slowest flows to keep.
         progress: called with the number of finished epochs after each epoch.
-        controller: optional factory ``f(pattern) -> ctl`` for a runtime tuner (e.g.
-            ``reactccl.tuner.ReactController``): each epoch runs ``ctl.pattern_for_epoch(e)``
-            and the trace is fed back with ``ctl.observe(trace)``. The simulator does not
-            import the tuner; anything with those two methods works.
+        controller: optional factory ``f(pattern) -> ctl`` of a :class:`~reactccl.contract.Controller`
+            (e.g. ``reactccl.tuner.ReactController``), made once the pattern is generated: each
+            epoch runs ``ctl.pattern_for_epoch(e)`` and the trace is fed back with ``ctl.observe(trace)``
+            (:func:`reactccl.contract.drive`). The simulator does not import the tuner. None: the
+            pattern at every epoch.
         order: ``"step"`` (default) or ``"data"``: the execution order
             (:mod:`reactccl.pattern.order`).
         header_efficiency: payload bytes per wire byte in (0, 1] (default 1.0); see
@@ -180,32 +181,23 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     else:
         cluster = executor(topo, hosts, message, background=specs, degrade=rates, ecmp_ports=ports, seed=seed,
                            start_rule=order)
-    durations, algbw, busbw = np.empty(epochs), np.empty(epochs), np.empty(epochs)
     best: list[dict] = []
     traces: list[EpochTrace] = []
     events = 0
     ctl = controller(pattern) if controller is not None else None
-    changes, prev = 0, pattern
+
+    def after(e: int, trs: list[EpochTrace]) -> None:
+        nonlocal best, traces, events
+        tr = trs[0]
+        best = _merge_slowest(best, tr, slowest, topo)
+        events += int(tr.meta["events"])
+        traces = traces + [tr] if keep_traces else [tr]
+        if progress is not None:
+            progress(e + 1)
+
     t0 = time.perf_counter()
     try:
-        pattern_of = ctl.pattern_for_epoch if ctl is not None else (lambda e: pattern)
-        for e in range(epochs):
-            # a controller without settled_through: nothing ahead is settled
-            settled = 1 << 62 if ctl is None else getattr(ctl, "settled_through", e)
-            tell_ahead(cluster, pattern_of, e, settled, epochs)
-            run = pattern_of(e)
-            if run is not prev and not (np.array_equal(run.src, prev.src) and np.array_equal(run.dst, prev.dst)):
-                changes += 1
-            prev = run
-            tr = cluster.run_epoch(run)
-            if ctl is not None:
-                ctl.observe(tr)
-            durations[e], algbw[e], busbw[e] = tr.duration, tr.algbw, tr.busbw
-            best = _merge_slowest(best, tr, slowest, topo)
-            events += int(tr.meta["events"])
-            traces = traces + [tr] if keep_traces else [tr]
-            if progress is not None:
-                progress(e + 1)
+        done = drive(cluster, StaticController(pattern) if ctl is None else ctl, epochs, after)
     finally:
         if hasattr(cluster, "close"):   # an executor with processes (packetsim.ReplicaCluster)
             cluster.close()
@@ -215,11 +207,12 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     return SimulationResult(
         algorithm=name, collective=pattern.collective.value, num_ranks=pattern.num_ranks,
         num_flows=pattern.num_flows, topology=topo.name, num_hosts=topo.num_hosts, message_bytes=message,
-        placement=hosts, seed=seed, ecmp_ports=ports, durations=durations, algbw=algbw, busbw=busbw,
+        placement=hosts, seed=seed, ecmp_ports=ports, durations=done.durations[:, 0], algbw=done.algbw[:, 0],
+        busbw=done.busbw[:, 0],
         slowest=best, background=[(topo.hosts[s], topo.hosts[d]) for s, d in net.long_lived],
         bulk=[{"src": topo.hosts[b.src], "dst": topo.hosts[b.dst], "bytes": b.nbytes, "period_s": b.period,
                "phase_s": b.phase} for b in bulks],
-        degraded={topo.describe_link(l): r for l, r in sorted(rates.items())},
-        traces=traces, wall_s=wall, events=events, controller=ctl, pattern_changes=changes,
+        degraded={topo.describe_link(link): r for link, r in sorted(rates.items())},
+        traces=traces, wall_s=wall, events=events, controller=ctl, pattern_changes=done.changes[0],
         placement_hosts=[topo.hosts[int(h)] for h in hosts], fixed_routes=topo.router is not None,
         order=order, header_efficiency=header_efficiency)

@@ -20,7 +20,7 @@ What this changes in the model (say so where its numbers are reported):
 * a dropped speculative epoch still advanced its replica's clock and connection state.
 
 A driver that knows the patterns ahead (REACT's decisions take effect ``apply_delay`` epochs
-late, :mod:`reactccl.lookahead`) says so with :meth:`ReplicaCluster.expect`; the copies then run
+late, :mod:`reactccl.contract`) says so with :meth:`ReplicaCluster.expect`; the copies then run
 those patterns ahead, and where ``replicas - 1 <= apply_delay`` (2 copies and REACT's default of
 5) no epoch is dropped at a decision. Past the epochs it was told, and without such a driver, a
 copy guesses the latest pattern it knows. The copies do not know where a run ends: they still run

@@ -1,8 +1,8 @@
-"""Real ranks behind the executor protocol ``run_epoch(pattern) -> EpochTrace`` (DESIGN.md).
+"""Real ranks behind the executor protocol ``run_epoch(pattern) -> EpochTrace`` (:class:`reactccl.contract.Executor`).
 
 ``RealExecutor(pattern, numel)`` lets the tools written for the simulator
-(``reactccl.tuner.run_react``, ``run_baseline``) drive real processes in lock
-step: every rank calls ``run_epoch`` with the same pattern, the epoch runs
+(``reactccl.tuner.run_react``, ``run_baseline``: :func:`reactccl.contract.drive`) drive real
+processes in lock step: every rank calls ``run_epoch`` with the same pattern, the epoch runs
 through :class:`RCollective`, and every rank gets the same assembled trace
 (one all-gather of the records per epoch, as plain JSON data: :mod:`.wire`). Each rank then runs its own copy of
 the controller on identical traces; a seeded controller decides identically

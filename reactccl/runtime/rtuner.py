@@ -41,8 +41,8 @@ so a process that reaches the rendezvous or a Gloo port cannot make the leader r
 Listening addresses: see :mod:`.listen` (the control group's Gloo pairs use
 ``control_ifname``, by default the interface towards ``MASTER_ADDR``).
 
-Controller protocol (``reactccl.tuner.ReactController`` or anything alike):
-``observe(trace: EpochTrace) -> decision | None``, where a decision is a
+Controller protocol (:class:`reactccl.contract.Controller`, e.g. ``reactccl.tuner.ReactController``;
+only ``observe`` is used here): ``observe(trace: EpochTrace) -> decision | None``, where a decision is a
 :class:`CollectivePattern` or has one in ``.pattern`` (and optionally
 ``.effective_epoch``); it is called once per epoch, in order, on the leader only.
 
@@ -62,6 +62,7 @@ from dataclasses import dataclass
 
 import torch.distributed as dist
 
+from ..contract import Controller
 from ..pattern import CollectivePattern, dumps, loads, verify
 from .listen import control_interface
 from .rcollective import RCollective, pattern_digest
@@ -119,7 +120,7 @@ class RTuner:
             rank raises).
     """
 
-    def __init__(self, rc: RCollective, controller=None, leader: int = 0, every: int = 1, delay: int = 5,
+    def __init__(self, rc: RCollective, controller: Controller | None = None, leader: int = 0, every: int = 1, delay: int = 5,
                  timeout: float = 60.0, control_ifname: str | None = None) -> None:
         if every < 1 or delay < 0:
             raise ValueError(f"every must be >= 1 and delay >= 0, got every={every}, delay={delay}")

@@ -113,7 +113,7 @@ class ReactController:
     def settled_through(self) -> int:
         """The last epoch whose pattern no later decision can change: a decision made on the next
         trace (epoch :attr:`epoch`) takes effect ``apply_delay`` epochs after the one that follows it
-        (:mod:`reactccl.lookahead`)."""
+        (:mod:`reactccl.contract`)."""
         return self.epoch + self.params.apply_delay
 
     @property

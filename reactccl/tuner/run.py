@@ -1,7 +1,9 @@
 """Driving an executor with REACT (or without it, for the baseline) for a number of epochs.
 
-Any object with ``run_epoch(pattern) -> EpochTrace`` works: the simulator
-(``reactccl.netsim.SimulatedCluster``) or real ranks (``reactccl.runtime``).
+Any :class:`~reactccl.contract.Executor` works: the simulator (``reactccl.netsim.SimulatedCluster``),
+the packet engine, or real ranks (``reactccl.runtime.RealExecutor``); the loop is
+:func:`reactccl.contract.drive`, with a :class:`ReactController` or a
+:class:`~reactccl.contract.StaticController`.
 """
 
 from __future__ import annotations
@@ -9,11 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from ..lookahead import tell_ahead
+from ..contract import Drive, Executor, StaticController, drive
 from ..pattern import CollectivePattern
 from ..trace import EpochTrace, format_rate, format_time
 from .controller import ReactController
@@ -21,12 +23,6 @@ from .log import DecisionLog
 from .params import ReactParams
 
 __all__ = ["Executor", "ReactRun", "run_react", "run_baseline"]
-
-
-class Executor(Protocol):
-    """Runs one epoch of a pattern and times its flows."""
-
-    def run_epoch(self, pattern: CollectivePattern) -> EpochTrace: ...
 
 
 @dataclass
@@ -87,25 +83,6 @@ class ReactRun:
         return head + ("\n" + self.decisions.report() if self.decisions else "")
 
 
-def _drive(executor: Executor, epochs: int, pattern_of: Callable[[int], CollectivePattern],
-           observe: Callable[[EpochTrace], Any] | None, progress: Callable[[int, int], Any] | None,
-           settled: Callable[[], int] = lambda: 1 << 62):
-    if not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs: expected an integer >= 1, got {epochs!r}")
-    if not callable(getattr(executor, "run_epoch", None)):
-        raise TypeError(f"executor: {type(executor).__name__} has no run_epoch(pattern) method")
-    dur, alg, bus, last = np.zeros(epochs), np.zeros(epochs), np.zeros(epochs), None
-    for e in range(epochs):
-        tell_ahead(executor, pattern_of, e, settled(), epochs)
-        trace = executor.run_epoch(pattern_of(e))
-        dur[e], alg[e], bus[e], last = trace.duration, trace.algbw, trace.busbw, trace
-        if observe is not None:
-            observe(trace)
-        if progress is not None:
-            progress(e + 1, epochs)
-    return dur, alg, bus, last
-
-
 def run_react(executor: Executor, pattern: CollectivePattern, epochs: int, params: ReactParams | None = None,
               progress: Callable[[int, int], Any] | None = None) -> ReactRun:
     """Run ``epochs`` epochs of ``pattern`` on ``executor`` with REACT tuning it.
@@ -117,20 +94,33 @@ def run_react(executor: Executor, pattern: CollectivePattern, epochs: int, param
         ValueError, TypeError: bad ``epochs`` or an executor without ``run_epoch``.
     """
     ctrl = ReactController(pattern, params)
-    in_effect = np.full(epochs, -1)
+    run = Drive([ctrl], epochs, executor=executor)
+    in_effect = np.full(run.epochs, -1)
 
-    def pattern_of(e: int) -> CollectivePattern:
+    def after(e: int, traces: list[EpochTrace]) -> None:
+        # decisions made while observing epoch e take effect after it, so this is the one that ran
         idx = [i for i, d in enumerate(ctrl.decisions) if d.effective_epoch <= e]
         in_effect[e] = idx[-1] if idx else -1
-        return ctrl.pattern_for_epoch(e)
+        if progress is not None:
+            progress(e + 1, epochs)
 
-    dur, alg, bus, last = _drive(executor, epochs, pattern_of, ctrl.observe, progress,
-                                 lambda: ctrl.settled_through)
-    return ReactRun(dur, alg, bus, ctrl.decisions, in_effect, last.slowest() if last else [], ctrl.params)
+    return _run(run.run(after), ctrl.decisions, in_effect, ctrl.params)
 
 
 def run_baseline(executor: Executor, pattern: CollectivePattern, epochs: int,
                  progress: Callable[[int, int], Any] | None = None) -> ReactRun:
-    """Run ``epochs`` epochs of the fixed ``pattern`` (no REACT), for comparison."""
-    dur, alg, bus, last = _drive(executor, epochs, lambda e: pattern, None, progress)
-    return ReactRun(dur, alg, bus, DecisionLog(), np.full(epochs, -1), last.slowest() if last else [], None)
+    """Run ``epochs`` epochs of the fixed ``pattern`` (no REACT), for comparison.
+
+    Raises:
+        ValueError, TypeError: bad ``epochs`` or an executor without ``run_epoch``.
+    """
+    done = drive(executor, StaticController(pattern), epochs,
+                 None if progress is None else (lambda e, traces: progress(e + 1, epochs)))
+    return _run(done, DecisionLog(), np.full(epochs, -1), None)
+
+
+def _run(done: Drive, decisions: DecisionLog, in_effect: np.ndarray, params: ReactParams | None) -> ReactRun:
+    """The :class:`ReactRun` of a finished one-job drive."""
+    last = done.traces[0] if done.traces else None
+    return ReactRun(done.durations[:, 0], done.algbw[:, 0], done.busbw[:, 0], decisions, in_effect,
+                    last.slowest() if last else [], params)
