@@ -34,6 +34,7 @@ from itertools import chain
 
 import numpy as np
 
+from ..errors import ReactcclError
 from .maxmin import max_min_rates
 
 __all__ = ["FluidEngine", "SimulationError", "MAX_EVENTS_BASE", "MAX_EVENTS_PER_FLOW", "MAX_BACKLOG", "COALESCE"]
@@ -47,7 +48,7 @@ COALESCE = 1e-12
 _RATE_TOL = 1e-12
 
 
-class SimulationError(RuntimeError):
+class SimulationError(ReactcclError, RuntimeError):
     """The simulation cannot finish (e.g. a flow waits on a dependency that never arrives), or it hit
     a guard (too many events, a periodic source whose backlog keeps growing)."""
 

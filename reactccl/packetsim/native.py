@@ -11,6 +11,8 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from ..errors import ReactcclError
+
 __all__ = ["PacketSimUnavailable", "PacketSimError", "load", "available", "INSTALL_HINT"]
 
 INSTALL_HINT = "pip install 'reactccl[ns3]'"
@@ -18,11 +20,11 @@ _HEADER = Path(__file__).with_name("native") / "react_net.h"
 _loaded: tuple[Any, Any] | None = None
 
 
-class PacketSimUnavailable(ImportError):
+class PacketSimUnavailable(ReactcclError, ImportError):
     """ns-3's Python bindings are missing or failed to load; the message names the extra to install."""
 
 
-class PacketSimError(RuntimeError):
+class PacketSimError(ReactcclError, RuntimeError):
     """A packet-level run cannot finish: a flow not delivered within the simulated-time limit, a
     connection that never opened, a packet with no route; the message names the flow or connection."""
 

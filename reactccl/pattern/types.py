@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from ..errors import ReactcclError
+
 __all__ = ["Collective", "Op", "Chunk", "Flow", "PatternError"]
 
 
-class PatternError(ValueError):
+class PatternError(ReactcclError, ValueError):
     """A pattern (or its JSON) is malformed or does not compute its collective.
 
     The message always names what is wrong: the field and index for a malformed

@@ -22,10 +22,12 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import ReactcclError
+
 __all__ = ["run_local", "free_port", "LocalRunError"]
 
 
-class LocalRunError(RuntimeError):
+class LocalRunError(ReactcclError, RuntimeError):
     """A rank raised, died, or the run passed its deadline.
 
     Attributes: ``errors`` = {rank: traceback text or reason}; ``results`` = {rank: value}

@@ -75,6 +75,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from ..errors import ReactcclError
 from ..pattern import CollectivePattern, pattern_digest, verify
 from .clock import clock_offset
 from .direct import compile_direct, run_direct
@@ -95,7 +96,7 @@ _TINY = 64 << 10  # bytes: up to here the direct executor is used even where rec
 _CACHE = 16
 
 
-class FlowTimeoutError(RuntimeError):
+class FlowTimeoutError(ReactcclError, RuntimeError):
     """A flow did not complete (or failed) within the timeout.
 
     Attributes: ``rank`` (who noticed), ``flow``, ``step``, ``peer``, ``chunks``.
@@ -110,7 +111,7 @@ class FlowTimeoutError(RuntimeError):
         self.chunks = None if op is None else op.chunks.tolist()
 
 
-class MismatchError(RuntimeError):
+class MismatchError(ReactcclError, RuntimeError):
     """Ranks called the collective with different sizes, dtypes, devices or patterns."""
 
 

@@ -63,6 +63,7 @@ from dataclasses import dataclass
 import torch.distributed as dist
 
 from ..contract import Controller
+from ..errors import ReactcclError
 from ..pattern import CollectivePattern, dumps, loads, verify
 from .listen import control_interface
 from .rcollective import RCollective, pattern_digest
@@ -76,7 +77,7 @@ _IFNAME_LOCK = threading.Lock()
 _STOP = object()
 
 
-class ControlPlaneError(RuntimeError):
+class ControlPlaneError(ReactcclError, RuntimeError):
     """The control plane could not agree on the pattern in time."""
 
 

@@ -31,6 +31,8 @@ import json
 import torch
 import torch.distributed as dist
 
+from ..errors import ReactcclError
+
 __all__ = ["MessageError", "MAX_MESSAGE_BYTES", "gather_json", "broadcast_json", "all_gather_json",
            "encode", "decode"]
 
@@ -43,7 +45,7 @@ _HEAD = 8
 _TAG = (1 << 20) - 11
 
 
-class MessageError(ValueError):
+class MessageError(ReactcclError, ValueError):
     """A control-plane message was too large or not plain JSON; says which rank sent it."""
 
 

@@ -16,6 +16,8 @@ import subprocess
 import time
 from collections.abc import Sequence
 
+from ..errors import ReactcclError
+
 __all__ = [
     "TestbedError", "TestbedConfigError", "netns_unavailable", "require_netns", "sh", "ip", "tc", "ns_sysctl",
     "list_namespaces", "namespace_pids", "kill_pids", "kill_groups", "delete_namespace",
@@ -25,7 +27,7 @@ __all__ = [
 COMMAND_TIMEOUT = 20.0
 
 
-class TestbedError(RuntimeError):
+class TestbedError(ReactcclError, RuntimeError):
     """Setting up, using or tearing down the emulated cluster failed."""
 
     __test__ = False  # not a pytest test class despite the name

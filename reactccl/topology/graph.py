@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import networkx as nx
 import numpy as np
 
+from ..errors import ReactcclError
+
 __all__ = ["Router", "Topology", "TopologyError", "add_cable", "stable_hash", "check_size", "MAX_LINKS"]
 
 MAX_LINKS = 2_000_000
@@ -53,7 +55,7 @@ def check_size(name: str, hosts: int, links: int) -> None:
             f"the limit is {MAX_LINKS:,} links")
 
 
-class TopologyError(ValueError):
+class TopologyError(ReactcclError, ValueError):
     """A topology, a host or a link was given wrongly; the message names it."""
 
 

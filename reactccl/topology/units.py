@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 
+from ..errors import ReactcclError
+
 __all__ = ["parse_rate", "parse_time", "parse_size", "parse_bytes", "UnitError"]
 
 
-class UnitError(ValueError):
+class UnitError(ReactcclError, ValueError):
     """A quantity string could not be parsed; the message names the field."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ReactcclError
 from ..topology import Topology, TopologyError, UnitError, parse_rate, parse_size, parse_time
 
 __all__ = ["LongLived", "Bulk", "IntoRanks", "OutOfRanks", "RandomPairs", "BackgroundError",
@@ -28,7 +29,7 @@ __all__ = ["LongLived", "Bulk", "IntoRanks", "OutOfRanks", "RandomPairs", "Backg
 HostRef = int | str
 
 
-class BackgroundError(ValueError):
+class BackgroundError(ReactcclError, ValueError):
     """A background or degrade spec is wrong; the message names the field."""
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ReactcclError
 from ..pattern import Collective, CollectivePattern, PatternError, chunk_owner, verify
 from .equivalence import SwapSet, find_viable_swaps
 from .kernels import swap_endpoints
@@ -21,7 +22,7 @@ from .kernels import swap_endpoints
 __all__ = ["TunerError", "Transform", "Swap", "Placement", "DegreeTable", "ViableSwaps"]
 
 
-class TunerError(RuntimeError):
+class TunerError(ReactcclError, RuntimeError):
     """The tuner was about to emit a pattern that fails verification, or was misused."""
 
 
