@@ -39,7 +39,7 @@ import numpy as np
 from ..pattern import PatternError
 from ..topology.torus import TorusGeometry
 from .bucket import bucket_trees
-from .kspt import ksp_tree
+from .kspt import ksp_tree, layer_thresholds
 from .registry import checked_options
 from .swing import swing_peers
 from .torus_common import balanced_intrees, bfs_tree, mirror_allgather, parse_shape, reach_intrees, torus_group, tree_schedule
@@ -225,7 +225,6 @@ def tree_route_links(geom: TorusGeometry, k: int | None = None) -> int:
     ``2 phases x 2d point-group elements x W(T)``, W(T) the tree's summed edge lengths
     (``p - 1`` for the BFS tree, :func:`~reactccl.algorithms.kspt.layer_thresholds` for k).
     Lets callers refuse a sweep whose routes would not fit before any work."""
-    from .kspt import layer_thresholds
     p = geom.num_nodes
     if k is None or k >= geom.diameter:
         W = p - 1

@@ -8,6 +8,7 @@ result, so every pattern that leaves a generator is checked.
 from __future__ import annotations
 
 import inspect
+import numbers
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,7 +45,6 @@ def register(name: str, collective: str, summary: str) -> Callable:
 
 def get(name: str) -> Generator:
     """The generator called ``name``; PatternError listing the known names otherwise."""
-    _load_all()
     try:
         return REGISTRY[name]
     except KeyError:
@@ -53,7 +53,6 @@ def get(name: str) -> Generator:
 
 def names() -> list[str]:
     """Sorted names of all registered generators."""
-    _load_all()
     return sorted(REGISTRY)
 
 
@@ -221,12 +220,6 @@ def _as_int(v) -> int:
         if not v.is_integer():
             raise ValueError(v)
         return int(v)
-    import numbers
     if isinstance(v, numbers.Integral):
         return int(v)
     raise ValueError(v)
-
-
-def _load_all() -> None:
-    # importing the package registers every built-in generator
-    from .. import algorithms  # noqa: F401

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import traceback
 
 __all__ = ["USAGE_ERRORS", "report", "report_fail", "os_error_text", "error_text", "progress", "EXIT_USAGE"]
 
@@ -58,7 +59,6 @@ def report(exc: BaseException | str, prefix: str = "error", path: str | os.PathL
     text = exc if isinstance(exc, str) else error_text(exc, path)
     text = text if text.startswith(f"{prefix}:") else f"{prefix}: {text}"
     if os.environ.get("REACTCCL_TRACEBACK") and isinstance(exc, BaseException):
-        import traceback
         traceback.print_exception(exc, file=sys.stderr)
     print(text, file=sys.stderr, flush=True)
     return EXIT_USAGE

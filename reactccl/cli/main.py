@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import errno
 import importlib
+import os
 import sys
 
 from .. import __version__
@@ -80,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         # output piped into e.g. `head`, which closed early: stop quietly like other Unix tools.
         # Subcommands must let BrokenPipeError through (it is an OSError: an `except OSError`
         # that reports file errors has to re-raise it first).
-        import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except USAGE_ERRORS as exc:

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..pattern import CollectivePattern
 from ..pattern.order import check_order, send_groups
+from ..trace import EpochTrace
 
 __all__ = ["hockney_step_times", "hockney_time", "alpha_beta_schedule", "AlphaBetaSchedule"]
 
@@ -95,7 +96,6 @@ class AlphaBetaSchedule:
 
     def to_trace(self, pattern: CollectivePattern, message_bytes: float, epoch: int = 0):
         """This schedule as an :class:`reactccl.trace.EpochTrace` (``meta["model"] = "alpha-beta"``)."""
-        from ..trace import EpochTrace
         return EpochTrace(epoch, pattern, float(message_bytes), self.start, self.end, self.flow_bytes,
                           self.completion, meta={"model": "alpha-beta"})
 

@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..packetsim.native import load
 from .figures import SweepConfig, get_experiment
 from .scenario import Scenario
 from .sweep import aggregate, default_jobs, run_sweep
@@ -73,8 +74,6 @@ def run_both_engines(name: str, out: str | Path = "results", jobs: int | None = 
     Raises:
         PacketSimUnavailable: ns-3 is not installed; errors of :func:`reduced_scenarios`.
     """
-    from ..packetsim.native import load
-
     load()  # fail now, not in a worker
     exp = get_experiment(name)
     scen = reduced_scenarios(name, **sweep)

@@ -160,7 +160,7 @@ def _ordered(values: Sequence[Any]) -> list[Any]:
 def plot_experiment(exp: Experiment, rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     """Grouped bars of the mean improvement (%) with every scenario's value as a dot, one
     subplot per panel value; written as a PNG (matplotlib, Agg backend)."""
-    import matplotlib
+    import matplotlib  # start-up cost: matplotlib only when drawing
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -21,6 +21,7 @@ import numpy as np
 from ..algorithms import generate
 from ..contract import Controller, Drive, StaticController
 from ..netsim import SimulatedNetwork
+from ..packetsim import PacketNetwork
 from ..pattern import CollectivePattern
 from ..trace import EpochTrace
 from ..traffic import Job
@@ -59,8 +60,6 @@ def make_network(engine: str, *args: Any, **kwargs: Any):
     if engine == "fluid":
         return SimulatedNetwork(*args, **kwargs)
     if engine == "packet":
-        from ..packetsim import PacketNetwork  # optional: imports ns-3 only when built
-
         return PacketNetwork(args[0], "dctcp", *args[1:], start_rule="step", **kwargs)  # netsim's default order
     raise ValueError(f"engine {engine!r}: unknown; known: {', '.join(ENGINES)}")
 

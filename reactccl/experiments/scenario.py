@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..traffic import LongLived, RandomPairs, job_cables, resolve_background
 from ..topology import Topology, parse_topology
+from ..traffic import LongLived, RandomPairs, job_cables, resolve_background
 
 __all__ = ["JobSpec", "Scenario", "PAPER", "scenario_seed", "topology", "random_pairs_scenario",
            "degraded_scenario", "shared_nodes_scenario", "network_sharing_scenario", "ARMS_SINGLE"]

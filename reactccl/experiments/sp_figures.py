@@ -55,6 +55,7 @@ Source: SP-allreduce (arXiv 2610.16387) §7.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from .sp_goodput import KIB, MIB, SIZES, Fabric, GoodputRun, goodput_sweep
@@ -161,7 +162,7 @@ def _table(run: GoodputRun) -> str:
 
 
 def _plot(runs: list[GoodputRun], path: Path, title: str) -> None:
-    import matplotlib
+    import matplotlib  # start-up cost: matplotlib only when drawing
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -321,7 +322,6 @@ def prepare_out(out_dir: str | Path) -> Path:
         ValueError: it cannot be created (a file in the way, a parent that is not a folder)
             or written, naming the path and the reason.
     """
-    import os
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a folder")

@@ -38,6 +38,7 @@ from ..algorithms.sp_check import check_tree_family
 from ..algorithms.torus_common import pack
 from ..cost.deficiency import deficiency, round_times
 from ..cost.symmetric import compact_deficiency, links_bytes
+from ..netsim import SimulatedCluster
 from ..pattern import CollectivePattern, PatternError, verify
 from ..pattern.verify import DEFAULT_MAX_BYTES
 from ..topology.torus import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE, HyperXGeometry, SpineLeafGeometry,
@@ -302,7 +303,6 @@ def default_netsim_ks(shape: tuple[int, ...]) -> list[int]:
 
 def _time_one(engine, packed, fabric, size, link_rate, hop_latency, topo, d, alpha=0.0):
     if engine == "netsim":
-        from ..netsim import SimulatedCluster
         cl = SimulatedCluster(topo, np.arange(packed.num_ranks), size, ecmp_ports=1)
         return cl.run_epoch(packed).duration
     return float(round_times(d, size, link_rate, hop_latency, alpha).sum())

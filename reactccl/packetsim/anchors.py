@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from ..netsim import FluidEngine
-from ..traffic import LongLived
 from ..topology import Topology, star
+from ..traffic import LongLived
 
 __all__ = ["Anchor", "ANCHORS", "anchor", "run_packet", "run_fluid", "reference", "REFERENCE_FILE"]
 

@@ -13,6 +13,8 @@ without it.
 Source: REACT §6 (RCollective §6.1, RTuner §6.2, §6.3).
 """
 
+import importlib
+
 from .layout import LocalOp, LocalPlan, block_bounds, chunk_bounds, local_plan
 from .records import LocalRecord, assemble_trace, merge_traces
 
@@ -28,6 +30,5 @@ _LAZY = {"RCollective": "rcollective", "FlowTimeoutError": "rcollective", "Misma
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib
         return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,12 +7,13 @@ for peers that already died.
 
 from __future__ import annotations
 
+from ..algorithms import REGISTRY, names
+
 __all__ = ["allreduce_algorithm_error"]
 
 
 def allreduce_algorithm_error(name: str, flag: str = "--algorithm") -> str | None:
     """Why ``name`` is not a registered AllReduce generator (naming ``flag``), or None."""
-    from ..algorithms import REGISTRY, names
     if name not in REGISTRY:
         return f"{flag} {name!r}: unknown; known: {', '.join(names())}"
     if REGISTRY[name].collective != "allreduce":

@@ -25,6 +25,7 @@ import datetime
 import ipaddress
 import os
 import socket
+import struct
 
 __all__ = ["control_interface", "interface_of", "bound_store", "init_process_group"]
 
@@ -34,8 +35,7 @@ _SIOCGIFADDR = 0x8915
 def interface_of(addr: str) -> str | None:
     """Name of the local IPv4 interface that holds address ``addr``, or None (also off Linux)."""
     try:
-        import fcntl
-        import struct
+        import fcntl  # POSIX only: off Linux there is no interface to name
     except ImportError:
         return None
     for _, name in socket.if_nameindex():

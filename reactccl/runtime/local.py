@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ReactcclError
+from .listen import bound_store, interface_of
 
 __all__ = ["run_local", "free_port", "LocalRunError"]
 
@@ -53,7 +54,6 @@ def _child(fn, rank, world, port, pg_timeout, backend, args, out) -> None:
     try:
         if backend == "nccl":
             torch.cuda.set_device(rank % torch.cuda.device_count())
-        from .listen import bound_store, interface_of
         os.environ.setdefault("GLOO_SOCKET_IFNAME", interface_of("127.0.0.1") or "lo")
         store = bound_store("127.0.0.1", port, world, is_master=False, timeout=pg_timeout)
         dist.init_process_group(backend, store=store, rank=rank, world_size=world,
@@ -91,8 +91,6 @@ def run_local(fn: Callable[..., Any], world_size: int, *args, timeout: float = 6
         LocalRunError: a rank raised or died (unless ``allow_errors``), or the deadline passed.
     """
     import torch.multiprocessing as mp
-
-    from .listen import bound_store
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     store = bound_store("127.0.0.1", 0, world_size + 1, is_master=True, timeout=max(timeout, pg_timeout))

@@ -27,8 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..algorithms import generate
+from ..runtime.argcheck import allreduce_algorithm_error
 from .netns import TestbedConfigError, TestbedError
 from .testbed import Testbed
+from .worker import MODES
 
 __all__ = ["ExperimentConfig", "run_experiment", "summarize", "format_table", "plot_cdf",
            "default_victim", "PAPER_TABLE2"]
@@ -74,8 +77,6 @@ class ExperimentConfig:
 
     def check(self) -> None:
         """Raise TestbedConfigError naming the first bad setting (before any testbed is built)."""
-        from ..runtime.argcheck import allreduce_algorithm_error  # noqa: PLC0415
-        from .worker import MODES  # noqa: PLC0415
         bad = allreduce_algorithm_error(self.algorithm, "algorithm")
         if bad:
             raise TestbedConfigError(bad)
@@ -100,8 +101,6 @@ class ExperimentConfig:
 def default_victim(algorithm: str, n: int) -> int:
     """The rank receiving the largest share of the message in ``generate(algorithm, n)``
     (lowest rank on ties): where congestion hurts a static pattern most."""
-    from ..algorithms import generate  # noqa: PLC0415
-
     p = generate(algorithm, n)
     into = np.bincount(p.dst, weights=p.flow_fraction, minlength=n)
     return int(np.argmax(into))
@@ -245,9 +244,9 @@ def plot_cdf(results: dict, path: str | Path, skip: int | None = None) -> None:
     """Fig 11-style CDFs of epoch time: one panel per (N, p > 0) (rows N, columns p), with
     that p's baseline, REACT and all_reduce (solid) and the p = 0 curves of the same N
     (dotted) as references. Writes a PNG to ``path``."""
-    import matplotlib  # noqa: PLC0415
+    import matplotlib  # start-up cost: matplotlib only when drawing
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     skip = results["config"]["skip"] if skip is None else skip
     runs = {(r["hosts"], r["flows"]): r for r in results["runs"]}

@@ -29,15 +29,21 @@ import os
 import sys
 import time
 
+import numpy as np
+
+from ..algorithms import generate
+from ..runtime.argcheck import allreduce_algorithm_error
+from ..runtime.listen import init_process_group
+
 __all__ = ["main"]
 
 MODES = ("baseline", "react", "nccl")
 
 
 def _make_ops(modes, algorithm, react_options):
-    import torch.distributed as dist  # noqa: PLC0415
+    import torch.distributed as dist  # optional dependency: only the ranks need torch
 
-    from ..torch import ReactAllReduce  # noqa: PLC0415
+    from ..torch import ReactAllReduce  # needs torch
 
     ops = {}
     for mode in modes:
@@ -56,13 +62,10 @@ def _make_ops(modes, algorithm, react_options):
 def in_fraction(pattern) -> list[float]:
     """Per rank, the fraction of the message it receives over all flows of ``pattern``
     (sum of its incoming flows' chunk fractions), shape ``(N,)``."""
-    import numpy as np  # noqa: PLC0415
-
     return np.bincount(pattern.dst, weights=pattern.flow_fraction, minlength=pattern.num_ranks).tolist()
 
 
 def _check_args(ap: argparse.ArgumentParser, a: argparse.Namespace, modes: list[str]) -> None:
-    from ..runtime.argcheck import allreduce_algorithm_error  # noqa: PLC0415
     if not modes or any(m not in MODES for m in modes):
         ap.error(f"--modes {a.modes!r}: choose from {', '.join(MODES)}")
     if allreduce_algorithm_error(a.algorithm):
@@ -94,13 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     modes = [m for m in a.modes.split(",") if m]
     _check_args(ap, a, modes)  # before the process group: every rank stops with one line
 
-    import torch  # noqa: PLC0415
-    import torch.distributed as dist  # noqa: PLC0415
-
-    from ..algorithms import generate  # noqa: PLC0415
+    import torch  # optional dependency: only the ranks need torch
+    import torch.distributed as dist
 
     torch.set_num_threads(1)
-    from ..runtime.listen import init_process_group  # noqa: PLC0415
     init_process_group("gloo", timeout=a.timeout)  # the store listens on MASTER_ADDR only
     rank, world = dist.get_rank(), dist.get_world_size()
     initial = generate(a.algorithm, world)
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             if float(x[0]) != expect or float(x[-1]) != expect:
                 raise RuntimeError(f"rank {rank}, mode {m}: wrong AllReduce result "
                                    f"{float(x[0])}, {float(x[-1])} (expected {expect})")
-    from ..runtime.wire import all_gather_json  # noqa: PLC0415
+    from ..runtime.wire import all_gather_json  # needs torch
     gathered = all_gather_json({"enter": enter, "leave": leave})  # plain data, no pickle
     if rank == 0:
         result = {"world": world, "algorithm": a.algorithm, "message_bytes": numel * 4,

@@ -29,7 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import networkx as nx
 import numpy as np
+
+from .graph import Topology, check_size
 
 __all__ = ["TorusGeometry", "HyperXGeometry", "SpineLeafGeometry", "fabric_topology",
            "DEFAULT_LINK_RATE", "DEFAULT_HOP_LATENCY"]
@@ -281,16 +284,11 @@ def fabric_topology(geometry, link_rate: float = DEFAULT_LINK_RATE,
     Raises:
         ValueError: a non-positive rate, a negative latency, or another kind of geometry.
     """
-    import networkx as nx
-
-    from .graph import Topology
-
     if not link_rate > 0 or not hop_latency >= 0:
         raise ValueError(f"link_rate must be > 0 and hop_latency >= 0, got {link_rate}, {hop_latency}")
     if not isinstance(geometry, (TorusGeometry, HyperXGeometry, SpineLeafGeometry)):
         raise ValueError(f"fabric_topology: expected a torus, HyperX or spine-leaf geometry, "
                          f"got {type(geometry).__name__}")
-    from .graph import check_size
     check_size(geometry.name, geometry.num_nodes, geometry.num_links)
     tail, head = geometry.link_ends()
     names = [f"n{i}" for i in range(geometry.num_nodes)]

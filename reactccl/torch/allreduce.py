@@ -27,6 +27,7 @@ from ..pattern.files import load_pattern
 from ..runtime.faults import BrokenGroup
 from ..runtime.rcollective import RCollective
 from ..runtime.rtuner import RTuner
+from ..tuner import ReactController, ReactParams
 
 __all__ = ["ReactAllReduce", "default_controller", "DEFAULT_EVERY"]
 
@@ -45,26 +46,11 @@ def default_controller(pattern: CollectivePattern, params=None):
     e.g. ``{"estimator": "closed"}``).
 
     Raises:
-        RuntimeError: ``reactccl.tuner`` does not provide ``ReactController``.
         TypeError: ``params`` names a field ``ReactParams`` does not have.
     """
-    try:
-        from ..tuner import ReactController
-    except ImportError as e:
-        raise RuntimeError("reactccl.tuner.ReactController is not available; pass controller= "
-                           f"(an object with observe(trace)) or react=False ({e})") from e
     if isinstance(params, Mapping):
-        params = _react_params(params)
+        params = ReactParams(**params)
     return ReactController(pattern, params) if params is not None else ReactController(pattern)
-
-
-def _react_params(fields: Mapping):
-    """``ReactParams(**fields)``; RuntimeError when ``reactccl.tuner`` is not available."""
-    try:
-        from ..tuner import ReactParams
-    except ImportError as e:
-        raise RuntimeError(f"reactccl.tuner is not available to read params ({e})") from e
-    return ReactParams(**fields)
 
 
 class ReactAllReduce:
@@ -146,7 +132,7 @@ class ReactAllReduce:
         self.tuner: RTuner | None = None
         if react:
             if isinstance(params, Mapping):      # checked on every rank, not on the leader alone
-                params = _react_params(params)
+                params = ReactParams(**params)
             ctrl = None
             if self.rc.rank == leader:
                 ctrl = controller if controller is not None else (lambda p: default_controller(p, params))
