@@ -133,7 +133,7 @@ def _save_pattern(args: argparse.Namespace, res: DemoResult) -> int:
     """``--save-pattern``: REACT's last pattern, verified, to the file; 2 if it cannot be written."""
     if not getattr(args, "save_pattern", None):
         return 0
-    from ..pattern import verify
+    from ..pattern import verify  # start-up cost
     from ..pattern.files import save_pattern
     p = res.react.current[0]
     verify(p)

@@ -82,7 +82,7 @@ def _check_params(params: dict) -> None:
     (checked here, before any scenario runs in a worker)."""
     if not params:
         return
-    from ..tuner import ReactParams
+    from ..tuner import ReactParams  # start-up cost
     known = ReactParams.__dataclass_fields__
     for name in params:
         if name not in known:
@@ -95,7 +95,7 @@ def _check_params(params: dict) -> None:
 
 def _run_engines(args: argparse.Namespace, console: Console) -> int:
     """``--engine packet``: the reduced sweep on both engines, side by side."""
-    from ..experiments.engines import engines_table, run_both_engines
+    from ..experiments.engines import engines_table, run_both_engines  # start-up cost
     from ..packetsim.native import PacketSimError, PacketSimUnavailable
     from ..topology import UnitError, parse_size
 

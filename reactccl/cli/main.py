@@ -4,6 +4,8 @@ Each module in :data:`COMMANDS` exposes ``add_parser(subparsers)`` which adds it
 subcommand(s) and sets ``func`` (a callable taking the parsed args and returning
 an exit code). The parser is a :class:`~reactccl.cli._common.PlainParser`, so every
 subcommand's help is free of docstring markup; ``reactccl --version`` prints the version.
+Building the parser imports every subcommand module, so an import a command needs only
+when it runs sits inside its function, marked ``# start-up cost``.
 """
 
 from __future__ import annotations

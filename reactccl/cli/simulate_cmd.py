@@ -153,7 +153,7 @@ def _executor(args):
         return None
     from functools import partial
 
-    from ..packetsim import PacketCluster, packet_replicas
+    from ..packetsim import PacketCluster, packet_replicas  # start-up cost
 
     transport = getattr(args, "transport", None) or DEFAULT_TRANSPORT
     replicas = getattr(args, "replicas", None) or 1

@@ -56,7 +56,7 @@ def write_outputs(args, result=None, base=None, react=None) -> int:
             fmt = save_pattern(p, args.save_pattern)
             print(f"wrote {args.save_pattern} ({fmt}): {p!r} (verified)", file=sys.stderr)
         if args.plot or args.timeline:
-            from ..experiments.run_plots import plot_epochs, plot_timeline
+            from ..experiments.run_plots import plot_epochs, plot_timeline  # start-up cost
             title = (f"{last.algorithm}, {last.num_ranks} ranks on {last.topology}, "
                      f"{last.message_bytes / 1e6:g} MB")
         if args.plot:

@@ -36,7 +36,7 @@ EXAMPLE = "reactccl sp metrics sp-allreduce --fabric torus:8x8 ; reactccl sp goo
 
 
 def _fabric(spec: str):
-    from ..experiments.sp_goodput import Fabric
+    from ..experiments.sp_goodput import Fabric  # start-up cost
     try:
         kind, dims = spec.split(":")
         shape = tuple(int(v) for v in dims.lower().split("x"))
@@ -75,7 +75,7 @@ def _fabric_options(name: str, fab, opts: dict) -> dict:
     ``shape`` (torus/HyperX sides, or the spine-leaf's leaves x q grid for the torus baselines)
     and ``q`` (spine-leaf hosts per leaf). A ``dims`` or ``shape`` option that contradicts the
     fabric is an error; one that agrees is dropped."""
-    import inspect
+    import inspect  # start-up cost
     from ..algorithms.registry import get
     params = inspect.signature(get(name).func).parameters
     opts = dict(opts)
@@ -140,7 +140,7 @@ def _compact_hint(fab) -> str:
 
 def _compact(name: str, fab, opts: dict):
     """The compact (symmetry) form of ``name`` on a torus beyond the exact-check size, else None."""
-    from ..experiments.sp_goodput import compact_form
+    from ..experiments.sp_goodput import compact_form  # start-up cost
     return compact_form(name, fab, opts) if fab.num_nodes > VERIFY_LIMIT else None
 
 
@@ -195,7 +195,7 @@ def _metrics(args) -> int:
 
 
 def _ksp(args) -> int:
-    from ..algorithms.kspt import ksp_tree
+    from ..algorithms.kspt import ksp_tree  # start-up cost
     from ..topology.torus import TorusGeometry
     fab = _fabric(args.fabric)
     if fab.kind != "torus" or len(set(fab.shape)) != 1:
@@ -239,7 +239,7 @@ def _applies(flag: str, key: str, name: str) -> None:
 
 
 def _goodput(args) -> int:
-    from ..experiments.sp_figures import run_experiment
+    from ..experiments.sp_figures import run_experiment  # start-up cost
     name = args.name
     kw = dict(engine=args.engine, quick=args.quick, log=progress)
     for flag, key in _FLAGS.items():

@@ -20,7 +20,7 @@ from .experiment_cmd import _check_params, _param
 
 
 def _tb():
-    from .. import testbed  # noqa: PLC0415  (keep `reactccl --help` fast)
+    from .. import testbed  # start-up cost
     return testbed
 
 
@@ -48,7 +48,7 @@ def _say_swept(swept) -> None:
 
 
 def _cmd_down(args) -> int:
-    from ..testbed.testbed import orphan_prefixes, sweep_stale
+    from ..testbed.testbed import orphan_prefixes, sweep_stale  # start-up cost
     tbm = _tb()
     if args.prefix is not None:
         tbm.check_prefix(args.prefix)
@@ -133,7 +133,7 @@ def _cmd_status(args) -> int:
 
 
 def _cmd_experiment(args) -> int:
-    from ..testbed import experiment as ex  # noqa: PLC0415
+    from ..testbed import experiment as ex  # start-up cost
 
     params = dict(args.param)
     _check_params(params)

@@ -23,6 +23,7 @@ import numpy as np
 from ..netsim import FluidEngine
 from ..topology import Topology, star
 from ..traffic import LongLived
+from .network import PacketNetwork
 
 __all__ = ["Anchor", "ANCHORS", "anchor", "run_packet", "run_fluid", "reference", "REFERENCE_FILE"]
 
@@ -143,8 +144,6 @@ def run_packet(name: str, transport: str = "dctcp_red") -> dict:
     Raises:
         PacketSimUnavailable: ns-3 is not installed.
     """
-    from .network import PacketNetwork
-
     a = anchor(name)
     topo = a.topology()
     net = PacketNetwork(topo, transport, background=[LongLived(s, d) for s, d in a.background],

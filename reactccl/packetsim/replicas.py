@@ -49,6 +49,7 @@ from ..pattern import CollectivePattern, pattern_digest
 from ..trace import EpochTrace
 from ..traffic import ResolvedBackground
 from .native import PacketSimError
+from .network import PacketCluster
 
 __all__ = ["ReplicaCluster", "packet_replicas"]
 
@@ -209,8 +210,6 @@ class ReplicaCluster:
 
 
 def _packet_cluster(index: int, args: tuple, kwargs: dict) -> Any:
-    from .network import PacketCluster
-
     kw = dict(kwargs)
     kw["rng_run"] = int(kw.get("rng_run", 1)) + index
     return PacketCluster(*args, **kw)
