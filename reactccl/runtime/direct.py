@@ -28,9 +28,10 @@ send wait for another, so its only ``SENT`` waits are at the end: there a wait i
 costs more than the copies it saves (measured: nccl-tree at 64 KB took 4.0 ms of CPU per
 call instead of 3.0 ms), and the rule is relaxed to "a send waits only for its data".
 
-:func:`run_direct` replays that list; a call costs its posts, waits and copies and almost no
-bookkeeping (at 4 B the bookkeeping was most of the call's CPU; at 16 MB the thread hand-offs
-of the data-driven executor cost about as much CPU as a staging copy of every send).
+:func:`~reactccl.runtime.run_schedule.run_direct` replays that list (this module needs no
+torch); a call costs its posts, waits and copies and almost no bookkeeping (at 4 B the
+bookkeeping was most of the call's CPU; at 16 MB the thread hand-offs of the data-driven
+executor cost about as much CPU as a staging copy of every send).
 
 The guarantees are those of the data-driven executor: the same reads and writes in the same
 per-chunk order (so the same bits), and no deadlock. Every rank posts all its receives on
@@ -55,16 +56,12 @@ once its receive is posted.
 
 from __future__ import annotations
 
-import datetime
-import time
 from dataclasses import dataclass
-
-import torch
 
 from .layout import SEND
 from .schedule import Schedule, SliceOp, advance
 
-__all__ = ["DirectProgram", "compile_direct", "run_direct"]
+__all__ = ["DirectProgram", "compile_direct"]
 
 SENDS, WAIT, APPLY, SENT = 0, 1, 2, 3
 
@@ -174,88 +171,3 @@ def _exact(steps: list, reaches) -> bool:
         elif code == SENT and not any(reaches(op.flow, f) for f in reversed(waited)):
             return False
     return True
-
-
-def _views(prog: DirectProgram, sch: Schedule, sbuf: torch.Tensor, rbuf: torch.Tensor) -> None:
-    prog.arena = (sbuf, rbuf)
-    prog.send_bufs = {o.index: sbuf[o.offset:o.offset + o.numel] if o.staged else None for o in sch.sends}
-    prog.recv_bufs = {o.index: rbuf[o.offset:o.offset + o.numel] if o.staged else None for o in sch.recvs}
-
-
-def _range(flat: torch.Tensor, lo: int, hi: int, n: int) -> torch.Tensor:
-    return flat if lo == 0 and hi == n else flat[lo:hi]
-
-
-def run_direct(rc, flat: torch.Tensor, sch: Schedule, prog: DirectProgram) -> tuple[list[float], list[float]]:
-    """Replay ``prog`` (compiled from ``sch``) on ``flat`` over ``rc``'s group.
-
-    Returns:
-        ``(send start, receive end)`` per flow of ``sch.send_flows`` / ``sch.recv_flows``
-        (``time.monotonic()`` seconds).
-
-    Raises:
-        FlowTimeoutError: a post was refused, a wait failed or passed the call's timeout, or
-            (never for a verified pattern) an op could never run.
-    """
-    sbuf, rbuf = rc._arena(sch, flat)
-    if prog.arena is None or prog.arena[0] is not sbuf or prog.arena[1] is not rbuf:
-        _views(prog, sch, sbuf, rbuf)
-    now = time.monotonic
-    n = flat.numel()
-    start = [float("inf")] * len(sch.send_flows)
-    end = [0.0] * len(sch.recv_flows)
-    recv_bufs, send_bufs = prog.recv_bufs, prog.send_bufs
-    post = rc._post
-    works: dict = {}
-    deadline = now() + rc.timeout
-    for op in sch.recvs:
-        buf = recv_bufs[op.index]
-        if buf is None:
-            lo, hi = op.segs[0]
-            buf = _range(flat, lo, hi, n)
-        works[op.index] = post(op, buf)
-    for code, op in prog.steps:
-        if code == SENDS:
-            out = send_bufs[op.index]
-            if out is None:
-                lo, hi = op.segs[0]
-                out = _range(flat, lo, hi, n)
-            elif len(op.segs) == 1:
-                lo, hi = op.segs[0]
-                out.copy_(_range(flat, lo, hi, n))
-            else:
-                k = 0
-                for lo, hi in op.segs:
-                    out[k:k + hi - lo].copy_(flat[lo:hi])
-                    k += hi - lo
-            t = now()
-            if t < start[op.slot]:
-                start[op.slot] = t
-            works[op.index] = post(op, out)
-        elif code == WAIT or code == SENT:
-            _wait(rc, op, works.pop(op.index), deadline)
-            if code == WAIT:
-                t = now()
-                if t > end[op.slot]:
-                    end[op.slot] = t
-        else:
-            src = recv_bufs[op.index]
-            k = 0
-            for lo, hi in op.segs:
-                part = src if hi - lo == op.numel else src[k:k + hi - lo]
-                dst = _range(flat, lo, hi, n)
-                if op.op == 0:
-                    dst.add_(part)
-                else:
-                    dst.copy_(part)
-                k += hi - lo
-    if prog.stuck is not None:
-        raise rc._error(prog.stuck, "could never run (its inputs never became ready)")
-    return start, end
-
-
-def _wait(rc, op: SliceOp, work, deadline: float) -> None:
-    try:
-        work.wait(timeout=datetime.timedelta(seconds=max(deadline - time.monotonic(), 1e-3)))
-    except Exception as e:  # noqa: BLE001 - Gloo raises RuntimeError on timeout or a dead peer
-        raise rc._error(op, f"did not complete within {rc.timeout:g} s or failed ({e})") from e

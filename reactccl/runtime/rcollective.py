@@ -78,8 +78,8 @@ import torch.distributed as dist
 from ..errors import ReactcclError
 from ..pattern import CollectivePattern, pattern_digest, verify
 from .clock import clock_offset
-from .direct import compile_direct, run_direct
-from .run_schedule import run_data, run_stepwise
+from .direct import compile_direct
+from .run_schedule import run_data, run_direct, run_stepwise
 from .layout import SEND, block_bounds, chunk_bounds
 from .schedule import Schedule, SliceOp, build_schedule, choose_parts, flow_reaches, receives_in_order
 from .waiters import Waiters

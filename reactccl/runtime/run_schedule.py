@@ -16,7 +16,7 @@
 A ``direct`` schedule (ranks that receive one flow per step, and every rank up to 64 KiB: the
 calling thread itself waits for the receives, in schedule order, and for sends where the rule
 needs them to have left) runs the same rule compiled into a fixed order of ops
-(:mod:`reactccl.runtime.direct`).
+(:mod:`reactccl.runtime.direct`), replayed by ``run_direct``.
 
 ``run_stepwise`` (NCCL, CUDA tensors; any backend with ``mode="stepwise"``): step after
 step, all of a step's sends and receives as one ``batch_isend_irecv`` (one NCCL group, which
@@ -50,13 +50,13 @@ import time
 import torch
 import torch.distributed as dist
 
-from .direct import compile_direct, run_direct
+from .direct import SENDS, SENT, WAIT, DirectProgram, compile_direct
 from .layout import RECV, SEND
 from .schedule import Schedule, SliceOp, advance
 
-__all__ = ["run_data", "run_stepwise"]
+__all__ = ["run_data", "run_stepwise", "run_direct"]
 
-WAIT, POSTED, DONE = 0, 1, 2
+IDLE, POSTED, DONE = 0, 1, 2   # an op of run_data: not run yet, posted (an unstaged send), done
 
 
 def _view(op: SliceOp, flat: torch.Tensor) -> torch.Tensor:
@@ -122,7 +122,7 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
             events.put((i, now(), e))
 
     n = len(ops)
-    state = [WAIT] * n
+    state = [IDLE] * n
     arrived = [False] * n
     t_post, t_done = [0.0] * n, [0.0] * n
     queues = sch.queues
@@ -141,7 +141,7 @@ def run_data(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[f
         while todo:
             op = ops[todo.pop()]
             i = op.index
-            if state[i] != WAIT:
+            if state[i] != IDLE:
                 continue
             if op.kind == SEND:
                 if lane_wait[i] or any(queues[u][head[u]] != i for u in op.units):
@@ -268,3 +268,88 @@ def _stepwise(rc, flat: torch.Tensor, sch: Schedule) -> tuple[list[float], list[
             for o in mine:
                 t_post[o.index], t_done[o.index] = base_t + a, base_t + b
     return _times(sch, t_post, t_done)
+
+
+def _views(prog: DirectProgram, sch: Schedule, sbuf: torch.Tensor, rbuf: torch.Tensor) -> None:
+    prog.arena = (sbuf, rbuf)
+    prog.send_bufs = {o.index: sbuf[o.offset:o.offset + o.numel] if o.staged else None for o in sch.sends}
+    prog.recv_bufs = {o.index: rbuf[o.offset:o.offset + o.numel] if o.staged else None for o in sch.recvs}
+
+
+def _range(flat: torch.Tensor, lo: int, hi: int, n: int) -> torch.Tensor:
+    return flat if lo == 0 and hi == n else flat[lo:hi]
+
+
+def run_direct(rc, flat: torch.Tensor, sch: Schedule, prog: DirectProgram) -> tuple[list[float], list[float]]:
+    """Replay ``prog`` (compiled from ``sch``) on ``flat`` over ``rc``'s group.
+
+    Returns:
+        ``(send start, receive end)`` per flow of ``sch.send_flows`` / ``sch.recv_flows``
+        (``time.monotonic()`` seconds).
+
+    Raises:
+        FlowTimeoutError: a post was refused, a wait failed or passed the call's timeout, or
+            (never for a verified pattern) an op could never run.
+    """
+    sbuf, rbuf = rc._arena(sch, flat)
+    if prog.arena is None or prog.arena[0] is not sbuf or prog.arena[1] is not rbuf:
+        _views(prog, sch, sbuf, rbuf)
+    now = time.monotonic
+    n = flat.numel()
+    start = [float("inf")] * len(sch.send_flows)
+    end = [0.0] * len(sch.recv_flows)
+    recv_bufs, send_bufs = prog.recv_bufs, prog.send_bufs
+    post = rc._post
+    works: dict = {}
+    deadline = now() + rc.timeout
+    for op in sch.recvs:
+        buf = recv_bufs[op.index]
+        if buf is None:
+            lo, hi = op.segs[0]
+            buf = _range(flat, lo, hi, n)
+        works[op.index] = post(op, buf)
+    for code, op in prog.steps:
+        if code == SENDS:
+            out = send_bufs[op.index]
+            if out is None:
+                lo, hi = op.segs[0]
+                out = _range(flat, lo, hi, n)
+            elif len(op.segs) == 1:
+                lo, hi = op.segs[0]
+                out.copy_(_range(flat, lo, hi, n))
+            else:
+                k = 0
+                for lo, hi in op.segs:
+                    out[k:k + hi - lo].copy_(flat[lo:hi])
+                    k += hi - lo
+            t = now()
+            if t < start[op.slot]:
+                start[op.slot] = t
+            works[op.index] = post(op, out)
+        elif code == WAIT or code == SENT:
+            _wait(rc, op, works.pop(op.index), deadline)
+            if code == WAIT:
+                t = now()
+                if t > end[op.slot]:
+                    end[op.slot] = t
+        else:
+            src = recv_bufs[op.index]
+            k = 0
+            for lo, hi in op.segs:
+                part = src if hi - lo == op.numel else src[k:k + hi - lo]
+                dst = _range(flat, lo, hi, n)
+                if op.op == 0:
+                    dst.add_(part)
+                else:
+                    dst.copy_(part)
+                k += hi - lo
+    if prog.stuck is not None:
+        raise rc._error(prog.stuck, "could never run (its inputs never became ready)")
+    return start, end
+
+
+def _wait(rc, op: SliceOp, work, deadline: float) -> None:
+    try:
+        work.wait(timeout=datetime.timedelta(seconds=max(deadline - time.monotonic(), 1e-3)))
+    except Exception as e:  # noqa: BLE001 - Gloo raises RuntimeError on timeout or a dead peer
+        raise rc._error(op, f"did not complete within {rc.timeout:g} s or failed ({e})") from e
