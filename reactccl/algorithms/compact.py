@@ -25,7 +25,7 @@ A :class:`CompactSchedule` is checked when it is built, at a cost linear in its 
 The full-pattern generators stay the reference: tests check that the compact form gives
 the same deficiency as the materialised, exactly verified pattern on small tori.
 
-Source: SP-allreduce §3 (symmetrisation), §7; DESIGN.md ("Scale").
+Source: SP-allreduce §3 (symmetrisation), §7; DESIGN.md ("Fast paths keep their references").
 """
 
 from __future__ import annotations
