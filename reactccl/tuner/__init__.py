@@ -2,8 +2,9 @@
 (Algorithm 1's FctModel, the LinkModel of the local search), trial verdicts and the batch
 feedback loop (react.md §5, A.2–A.5).
 
-Pure logic on patterns and traces: imports :mod:`reactccl.pattern` and :mod:`reactccl.trace`
-only, so it drives the simulator and real ranks alike through ``run_epoch(pattern) -> EpochTrace``.
+Pure logic on patterns and traces: imports :mod:`reactccl.pattern`, :mod:`reactccl.trace` and
+:mod:`reactccl.contract` only, so it drives the simulator and real ranks alike through
+``run_epoch(pattern) -> EpochTrace`` (:func:`reactccl.contract.drive`).
 """
 
 from .controller import ReactController
