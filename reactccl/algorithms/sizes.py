@@ -65,6 +65,12 @@ def pattern_size(name: str, n: int, options: dict) -> tuple[int, int] | None:
         return 2 * d, 2 * d * n * _log2(n)
     if name == "trivance-l":
         return d, 2 * d * n * _log2(n)
+    if name in ("alltoall-pairwise", "alltoall-bruck"):
+        k = options.get("channels", 1)
+        k = k if isinstance(k, int) and k > 0 else 1
+        # bruck: each block moves once per set bit of its distance, at most ceil(log2 n) times
+        moves = n * (n - 1) * (_log2(n) if name == "alltoall-bruck" else 1)
+        return n * n * k, max(1, moves * k)
     return None
 
 
