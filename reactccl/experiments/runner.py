@@ -22,7 +22,7 @@ from ..netsim import Job, SimulatedNetwork
 from ..pattern import CollectivePattern
 from ..trace import EpochTrace
 from .metrics import epoch_metrics, improvement
-from .scenario import Scenario, topology
+from .scenario import PAPER_OPTIONS, Scenario, topology
 
 __all__ = ["ENGINES", "make_network", "Policy", "StaticPolicy", "ReactPolicy", "ArmRun", "ArmDriver", "run_arm", "run_scenario",
            "run_scenario_arm", "combine_arms"]
@@ -136,7 +136,7 @@ class ArmDriver:
                                     reference_placement=np.asarray(scenario.jobs[0].placement))
         self.policies: list[Any] = []
         for k, (job, on) in enumerate(zip(scenario.jobs, react)):
-            pattern = generate(job.algorithm, job.ranks)
+            pattern = generate(job.algorithm, job.ranks, **PAPER_OPTIONS.get(job.algorithm, {}))
             if on:
                 self.policies.append(ReactPolicy(pattern, {"seed": scenario.seed + k, **dict(params or {})}))
             else:

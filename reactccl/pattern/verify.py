@@ -90,6 +90,8 @@ def chunk_owner(pattern: CollectivePattern) -> np.ndarray:
     """The rank whose block holds each chunk (AllGather input / ReduceScatter
     output), shape ``(C,)``; chunks lie in the message in id order."""
     n = pattern.num_ranks
+    if pattern.collective is Collective.ALLTOALL:     # block s*N + d: row s
+        return pattern.chunk_block // n
     starts = (np.cumsum(pattern.chunk_size) - pattern.chunk_size) * n
     return np.minimum(np.floor(starts + SIZE_TOL).astype(np.int64), n - 1)
 
