@@ -198,7 +198,7 @@ def parse_nccl_size(text: str | int, what: str = "size") -> int:
 MAX_SIZES = 10_000   # sizes one sweep may visit
 
 
-def nccl_sizes(min_bytes: int, max_bytes: int, factor: float | None = 2.0, step: int | None = None) -> list[int]:
+def nccl_sizes(min_bytes: int, max_bytes: int, factor: float | None = None, step: int | None = None) -> list[int]:
     """The sizes nccl-tests visits: ``min, min*factor, ...`` up to ``max`` when ``factor > 1``, else
     ``min, min+step, ...`` (nccl-tests: the factor wins when both are given).
 
