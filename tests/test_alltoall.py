@@ -8,8 +8,19 @@ import pytest
 from reactccl.algorithms import generate
 from reactccl.algorithms.alltoall import bruck_blocks, nccl_p2p_deltas
 from reactccl.cost.alphabeta import alpha_beta_schedule, hockney_time
-from reactccl.pattern import (Collective, CollectivePattern, MscclError, PatternError, VerificationError, chunk_dest,
-                              chunk_owner, dumps, loads, to_msccl_xml, verify)
+from reactccl.pattern import (
+    Collective,
+    CollectivePattern,
+    MscclError,
+    PatternError,
+    VerificationError,
+    chunk_dest,
+    chunk_owner,
+    dumps,
+    loads,
+    to_msccl_xml,
+    verify,
+)
 from reactccl.trace import busbw_factor
 
 S, ALPHA, BETA = 4e6, 1e-6, 8 / 100e9      # bytes, s, s/byte (100 Gbps)
@@ -54,7 +65,7 @@ def test_bruck_moves_each_block_by_the_bits_of_its_distance():
     # step k: distances with bit k set; 5 ranks: k=0 {1, 3}, k=1 {2, 3}, k=2 {4}
     assert [int(np.diff(p.chunk_ptr)[p.step == k][0]) for k in range(3)] == [2, 2, 1]
     s, d = bruck_blocks(5, 1, 0)          # rank 0 at step 1 holds (0, 2) and (4, 2)... by distance 2 and 3
-    assert list(zip(s.tolist(), d.tolist())) == [(0, 2), (4, 2)]
+    assert list(zip(s.tolist(), d.tolist(), strict=True)) == [(0, 2), (4, 2)]
     f = p.flow(int(np.flatnonzero((p.step == 1) & (p.src == 0))[0]))
     assert (f.dst, sorted(f.chunks)) == (2, sorted([0 * 5 + 2, 4 * 5 + 2]))
 

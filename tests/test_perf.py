@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from reactccl.cli.main import main
-from reactccl.experiments.perf import (collective_of, combine_times, nccl_count, nccl_sizes, parse_nccl_size,
-                                       sim_sweep)
+from reactccl.experiments.perf import collective_of, combine_times, nccl_count, nccl_sizes, parse_nccl_size, sim_sweep
 from reactccl.experiments.perf_format import fit, format_csv, format_table
-from reactccl.pattern import Collective
+from reactccl.pattern import Collective, PatternError
 
 ROOT = Path(__file__).resolve().parents[1]
 STAR = ["--ranks", "4", "--topology", "star:hosts=4", "-n", "1", "-w", "0"]
@@ -86,6 +85,24 @@ def test_average_mode_combines_ranks():
     got = [sim_sweep(["binomial-reduce"], 4, [S], iters=1, warmup=0, topology="star:hosts=4", average=a)[0].time_s
            for a in (0, 1, 2, 3)]
     assert got == pytest.approx([2 * one, 1.5 * one, one, 2 * one])
+
+
+def test_nccl_tree_chunk_rule():
+    from reactccl.algorithms import generate
+    from reactccl.algorithms.nccl_chunks import tree_chunk_bytes, tree_slices
+    # 512 KiB (4 MiB buffer / 8 steps) halved while a tree gets < 8, 4, 1 x depth chunks (16 ranks: depth 4)
+    assert tree_chunk_bytes(128 << 20, 16) == 512 << 10 and tree_slices(128 << 20, 16) == 128
+    assert tree_chunk_bytes(20e6, 16) == 256 << 10 and tree_slices(20e6, 16) == 39     # 20e6 // 2^20 = 19 < 32
+    assert tree_chunk_bytes(4 << 20, 16) == 128 << 10 and tree_slices(4 << 20, 16) == 16
+    assert tree_chunk_bytes(512 << 10, 16) == 64 << 10 and tree_slices(512 << 10, 16) == 4
+    assert tree_chunk_bytes(8, 16) == 32 << 10 and tree_slices(8, 16) == 1
+    assert tree_slices(20e6, 8) == 39 and tree_slices(1 << 30, 1) == 1024       # depth 0: never halved
+    assert generate("nccl-tree", 8, size=20e6).num_chunks == 78
+    assert generate("nccl-tree", 8, size=20e6, slices=1).num_chunks == 2         # slices by name wins
+    assert generate("nccl-tree", 8).num_chunks == 2                              # no size: one slice per tree
+    with pytest.raises(PatternError, match="nccl-tree with 8 ranks: size: expected a finite number of bytes >= 0, "
+                                           "got -1.0"):
+        generate("nccl-tree", 8, size=-1)
 
 
 def test_nccl_tree_pipelines_by_default_as_nccl_does():
@@ -161,8 +178,7 @@ def test_nccl_tests_flags_meanings(capsys):
 def _child(rank, world):
     import torch
 
-    from reactccl.experiments.perf_real import dist_op, measure
-    from reactccl.experiments.perf_real import dist_sweep
+    from reactccl.experiments.perf_real import dist_op, dist_sweep, measure
     out = {}
     for coll, algos in (("allreduce", ["ring", "nccl-tree"]), ("allgather", ["ring-allgather"]),
                         ("reducescatter", ["ring-reducescatter"]), ("broadcast", ["binomial-broadcast"]),
@@ -190,16 +206,17 @@ def test_real_ranks_check_every_element_of_every_collective():
     from reactccl.runtime.local import run_local
     res = run_local(_child, 2, timeout=300)
     for out in res:
-        assert out["allreduce"] == [(a, s, 0, 0) for a in ("ring", "nccl-tree", "dist.all_reduce") for s in (1024, 4096)]
+        sizes = (1024, 4096)
+        assert out["allreduce"] == [(a, s, 0, 0) for a in ("ring", "nccl-tree", "dist.all_reduce") for s in sizes]
         assert out["allgather"] == [(a, s, 0, 0) for a in ("ring-allgather", "dist.all_gather_into_tensor")
                                     for s in (1024, 4096)]
         assert out["reducescatter"] == [(a, s, 0, 0) for a in ("ring-reducescatter", "dist.reduce_scatter_tensor")
                                         for s in (1024, 4096)]
-        assert out["broadcast"] == [(a, s, 0, 0) for a in ("binomial-broadcast", "dist.broadcast") for s in (1024, 4096)]
+        assert out["broadcast"] == [(a, s, 0, 0) for a in ("binomial-broadcast", "dist.broadcast") for s in sizes]
         assert out["reduce"] == [(a, s, 0, 0) for a in ("binomial-reduce", "dist.reduce") for s in (1024, 4096)]
         # torch's in-place all_to_all_single is timed, not checked (nccl-tests does not check in-place alltoall)
-        assert out["alltoall"] == [(a, s, 0, 0) for a in ("alltoall-pairwise", "alltoall-bruck") for s in (1024, 4096)] \
-            + [("dist.all_to_all_single", s, 0, None) for s in (1024, 4096)]
+        assert out["alltoall"] == [(a, s, 0, 0) for a in ("alltoall-pairwise", "alltoall-bruck") for s in sizes] \
+            + [("dist.all_to_all_single", s, 0, None) for s in sizes]
         assert out["broken"] == 200
         assert out["xml"] == [3.0] * 6
 

@@ -63,7 +63,7 @@ def test_alltoall_is_all_to_all_single(world):
         assert all(r[4] and r[5] and r[6] for r in rows), [r for r in rows if not (r[4] and r[5] and r[6])]
         traces = [r for r in rank_rows if r[1] == "trace"]
         # last call: 4096 bfloat16 elements per block, 2 bytes: nccl-tests' size is one rank's input
-        for name, _, size, moved, flows in traces:
+        for name, _, size, moved, _flows in traces:
             assert size == world * 4096 * 2
             blocks = world * (world - 1)                  # pairwise: each off-diagonal block once
             if name == "alltoall-pairwise":

@@ -74,8 +74,10 @@ def pattern_size(name: str, n: int, options: dict) -> tuple[int, int] | None:
     if name in ("alltoall-pairwise", "alltoall-bruck"):
         k = options.get("channels", 1)
         k = k if isinstance(k, int) and k > 0 else 1
-        # bruck: each block moves once per set bit of its distance, at most ceil(log2 n) times
-        moves = n * (n - 1) * (_log2(n) if name == "alltoall-bruck" else 1)
+        # bruck: each block moves once per set bit of its distance d = 1..n-1
+        bits = (sum(d.bit_count() for d in range(1, n)) if n <= 1 << 20 else (n - 1) * _log2(n)) \
+            if name == "alltoall-bruck" else n - 1
+        moves = n * bits
         return n * n * k, max(1, moves * k)
     return None
 

@@ -172,7 +172,7 @@ def nccl_tree(n: int, slices: int | None = None, size: float | None = None) -> C
         try:
             K = tree_slices(size, n)
         except ValueError as e:
-            raise PatternError(f"size: {e}") from None
+            raise PatternError(str(e)) from None
     else:
         K = 1
     (p0, _), (p1, _) = dtree(n)

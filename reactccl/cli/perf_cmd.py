@@ -19,11 +19,21 @@ import json
 import os
 import sys
 
-from ..experiments.perf import (AVERAGE_MODES, DEFAULT_ALGORITHMS, DTYPES, REAL_DTYPES, check_dtype, collective_of,
-                                nccl_sizes, parse_nccl_size, same_collective, sim_sweep)
+from ..experiments.perf import (
+    AVERAGE_MODES,
+    DEFAULT_ALGORITHMS,
+    DTYPES,
+    REAL_DTYPES,
+    check_dtype,
+    collective_of,
+    nccl_sizes,
+    parse_nccl_size,
+    same_collective,
+    sim_sweep,
+)
 from ..experiments.perf_format import format_csv, format_table, perf_document, plot_busbw
 from ..packetsim.native import INSTALL_HINT
-from ..pattern import PatternError
+from ..pattern import Collective, PatternError
 from ._common import check_outputs, deprecated_alias
 from .errors import report
 from .pattern_cmd import parse_options
@@ -144,7 +154,7 @@ def _refuse_nccl_only(args) -> None:
                          f"3 (max){hint}")
 
 
-def _plan(args) -> tuple[list[str], object]:
+def _plan(args) -> tuple[list[str], Collective]:
     """The algorithms and their collective from --collective / --algorithm.
 
     Raises:
@@ -152,7 +162,6 @@ def _plan(args) -> tuple[list[str], object]:
     """
     coll = collective_of(args.collective) if args.collective is not None else None
     if args.algorithm is None:
-        from ..pattern import Collective
         return list(DEFAULT_ALGORITHMS[coll or Collective.ALLREDUCE]), coll or Collective.ALLREDUCE
     algos = [a.strip() for a in args.algorithm.split(",") if a.strip()]
     if not algos:

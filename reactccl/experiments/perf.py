@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..pattern import Collective
+from ..pattern import Collective, CollectivePattern
 from ..trace import busbw_factor
 
 __all__ = ["PerfRow", "DTYPES", "REAL_DTYPES", "COLLECTIVES", "DEFAULT_ALGORITHMS", "MAX_SIZES", "collective_of",
@@ -208,18 +208,25 @@ def nccl_sizes(min_bytes: int, max_bytes: int, factor: float | None = None, step
     """
     if min_bytes < 1 or max_bytes < min_bytes:
         raise ValueError(f"-b {min_bytes} / -e {max_bytes}: need 1 <= minbytes <= maxbytes")
-    use_factor = factor is not None and factor > 1
-    if not use_factor and step is None:
+    if factor is not None and factor > 1:
+        def advance(x: int) -> int:
+            return int(x * factor)
+        hint = "a larger -f"
+    elif step is None:
         raise ValueError(f"-f {factor}: the step factor must be > 1 (or give -i STEPBYTES)")
-    if not use_factor and step < 1:
+    elif step < 1:
         raise ValueError(f"-i {step}: step bytes must be >= 1")
-    out, s = [], min_bytes
+    else:
+        def advance(x: int) -> int:
+            return x + step
+        hint = f"-i {-(-(max_bytes - min_bytes) // (MAX_SIZES - 1))} or more"
+    out: list[int] = []
+    s = min_bytes
     while s <= max_bytes:
         if len(out) == MAX_SIZES:
-            hint = "a larger -f" if use_factor else f"-i {-(-(max_bytes - min_bytes) // (MAX_SIZES - 1))} or more"
             raise ValueError(f"-b {min_bytes} -e {max_bytes}: more than {MAX_SIZES:,} sizes; use {hint}")
         out.append(int(s))
-        s = int(s * factor) if use_factor else s + step
+        s = advance(s)
     return out
 
 
@@ -274,7 +281,7 @@ def sim_sweep(algorithms: Sequence[str], ranks: int, sizes: Sequence[int], iters
     rows = []
     for algo in algorithms:
         opts = with_root(algo, root, options)
-        cache: dict[str, object] = {}
+        cache: dict[str, CollectivePattern] = {}
         for size in sizes:
             nbytes, count = nccl_count(coll, size, dtype, ranks)
             if nbytes == 0:

@@ -31,6 +31,10 @@ CSV_COLUMNS = ("algorithm", "collective", "ranks", "size_B", "count", "type", "r
                "time_us", "algbw_GBps", "busbw_GBps", "wrong", "pattern", "chunks", "graphs")
 
 
+# nccl-tests' header columns: size, count, type, redop, root, then time, algbw, busbw, #wrong twice
+_COLUMNS = "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}" + "  {:>7s}  {:>6s}  {:>6s}  {:>6s}" * 2
+
+
 def fit(value: float, width: int) -> str:
     """``value`` right-aligned in ``width`` characters: 2 decimals if that fits, else 1, else 0,
     else exponent form (nccl-tests' ``getFloatStr``)."""
@@ -56,12 +60,10 @@ def format_table(rows: Sequence[PerfRow], header: str = "") -> str:
         out += ["#", f"# algorithm: {algo} ({rs[0].collective}, {rs[0].ranks} ranks)" + _patterns(rs),
                 "# " + " " * 10 + "  " + " " * 12 + "  " + " " * 8 + "  " + " " * 6 + "  " + " " * 6
                 + "           out-of-place                       in-place          ",
-                "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}"
-                .format("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-                        "algbw", "busbw", "#wrong"),
-                "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}"
-                .format("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-                        "")]
+                _COLUMNS.format("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+                                "algbw", "busbw", "#wrong"),
+                _COLUMNS.format("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+                                "(GB/s)", "")]
         for r in rs:
             out.append(f"{r.size:12d}  {r.count:12d}  {r.type:>8s}  {r.redop:>6s}  {r.root:6d}"
                        + _half(r.oop_time_s, r.oop_algbw, r.oop_busbw, r.oop_wrong)

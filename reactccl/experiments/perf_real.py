@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..pattern import Collective
 from .perf import DTYPES, PerfRow, check_dtype, combine_times, make_row, nccl_count, same_collective, with_root
@@ -130,7 +131,7 @@ def expected_output(coll: Collective, count: int, rank: int, n: int, root: int |
     if coll in (Collective.ALLREDUCE, Collective.REDUCE):
         return ((i % 7 + 1) * tri).to(dtype), coll is Collective.ALLREDUCE or rank == root
     if coll is Collective.BROADCAST:
-        return ((i % 7 + 1) * (root + 1)).to(dtype), True
+        return ((i % 7 + 1) * (int(root or 0) + 1)).to(dtype), True
     if coll is Collective.REDUCESCATTER:        # input element r*count + k of every rank, summed
         return (((rank * count + i) % 7 + 1) * tri).to(dtype), True
     blk, k = i // count, i % count
@@ -238,7 +239,7 @@ def dist_sweep(algorithms: Sequence[str], sizes: Sequence[int], iters: int = 20,
         device, sync = torch.device("cuda", torch.cuda.current_device()), torch.cuda.synchronize
     else:
         device, sync = torch.device("cpu"), None
-    made: dict[str, object] = {}
+    made: dict[str, Any] = {}
     rows: list[PerfRow] = []
 
     def timed(op: Op, nbytes: int, count: int, pattern=None) -> None:
