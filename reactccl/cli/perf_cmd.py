@@ -196,11 +196,12 @@ def _sizes(args) -> list[int]:
     return nccl_sizes(lo, hi, args.stepfactor, step)
 
 
-def _params(args, sizes, validation: int) -> str:
+def _params(args, validation: int) -> str:
     """nccl-tests' parameter line."""
     factor = args.stepfactor is not None and args.stepfactor > 1
     step = f"{args.stepfactor:g}(factor)" if factor else f"{parse_nccl_size(args.stepbytes)}(bytes)"
-    return (f"nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {sizes[-1]} step: {step} warmup iters: {args.warmup} "
+    lo, hi = parse_nccl_size(args.minbytes), parse_nccl_size(args.maxbytes)     # as given, as nccl-tests prints them
+    return (f"nThread 1 nGpus 1 minBytes {lo} maxBytes {hi} step: {step} warmup iters: {args.warmup} "
             f"iters: {args.iters} agg iters: 1 validation: {validation} graph: 0")
 
 
@@ -248,7 +249,7 @@ def run(args) -> int:
                              average=int(args.average), **sim)
         header = "\n".join([
             f"{_name(coll)}_perf (reactccl perf): simulator, {args.ranks} ranks on {args.topology}, seed {args.seed}",
-            _params(args, sizes, 0),
+            _params(args, 0),
             f"time: -a {args.average}, {AVERAGE_MODES[int(args.average)]} of each rank's end of its last flow; an "
             f"iteration is one epoch run alone (as -z 3), so out of place and in place run the same flows",
             "#wrong: N/A, the simulator moves no data; every pattern is verified exactly before it runs"]
@@ -319,7 +320,7 @@ def _run_real(args, sizes, algos, coll, opts) -> int:
                 3: "; -z 3: wait and barrier after each iteration, barrier not timed"}[args.blocking]
     head = "\n".join([
         f"{_name(coll)}_perf (reactccl perf): real ranks, {n} ranks, backend {backend}",
-        _params(args, sizes, int(args.check > 0)),
+        _params(args, int(args.check > 0)),
         f"time: -a {args.average}, {AVERAGE_MODES[int(args.average)]} of each rank's mean time per iteration"
         + blocking,
         f" Rank  0 Pid {os.getpid():6d} on {socket.gethostname()} device "

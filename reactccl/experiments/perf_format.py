@@ -86,7 +86,7 @@ def _patterns(rs: Sequence[PerfRow]) -> str:
     names = list(dict.fromkeys(r.pattern for r in named))
     if len(names) == 1:
         r = named[0]
-        return f"; pattern {r.pattern} ({r.chunks} chunks, {r.graphs} chunk graphs)"
+        return f"; pattern {r.pattern} ({r.chunks} chunks, {r.graphs} chunk graph{'s' if r.graphs != 1 else ''})"
     parts = []
     for nm in names:
         sz = [r.size for r in named if r.pattern == nm]
