@@ -13,7 +13,7 @@ from reactccl.netsim import SimulatedCluster
 from reactccl.topology import parse_topology, placement
 from reactccl.tuner import run_baseline, run_react, ReactParams
 est = sys.argv[1] if len(sys.argv) > 1 else "auto"
-p = generate("nccl-tree", 8)
+p = generate("nccl-tree", 8, slices=1)      # the REACT paper's tree: one slice per tree, by name
 for topo_s in ("star:hosts=16", "fat-tree:k=8", "fat-tree:k=4"):
     topo = parse_topology(topo_s)
     for seed in (1, 2, 3):

@@ -6,7 +6,8 @@ these, so it never knows whether flows were simulated or real.
 
 Bandwidths follow nccl-tests (``doc/PERFORMANCE.md``): algbw = S / t with S the
 message size in bytes; busbw = algbw x 2(n-1)/n for AllReduce, x (n-1)/n for
-AllGather and ReduceScatter, x 1 for Broadcast and Reduce.
+AllGather, ReduceScatter and AllToAll, x 1 for Broadcast and Reduce. For AllToAll S is one
+rank's buffer (nccl-tests' size; the pattern's chunks are fractions of all N buffers).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def busbw_factor(collective: Collective | str, num_ranks: int) -> float:
         return 1.0 if c in (Collective.BROADCAST, Collective.REDUCE) else 0.0
     if c is Collective.ALLREDUCE:
         return 2.0 * (n - 1) / n
-    if c in (Collective.ALLGATHER, Collective.REDUCESCATTER):
+    if c in (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL):
         return (n - 1) / n
     return 1.0
 

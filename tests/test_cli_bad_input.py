@@ -69,18 +69,33 @@ BAD = [
     ("simulate -a ring -n 8 --epochs 3 --react --param B", "--param 'B': expected KEY=VALUE"),
     ("simulate -a ring -n 4 --epochs 2 --degrade link=12", "job:k=K:rate=R"),
     ("pattern export ring -n 8 --max-channels 0 -o x.xml", "--max-channels: expected an integer >= 1"),
-    ("perf -b 1 -e 1G -i 1 -a ring --ranks 4 -t star:hosts=8", "more than 10,000 sizes; use -i 107385"),
-    ("perf -b 1K -e 1K -a , --ranks 4 -t star:hosts=8", "no algorithm given"),
+    ("perf -b 1 -e 1G -i 1 --algorithm ring --ranks 4 --topology star:hosts=8", "more than 10,000 sizes; use -i 107385"),
+    ("perf -b 1K -e 1K --algorithm , --ranks 4 --topology star:hosts=8", "no algorithm given"),
     ("experiment sp-rect --quick --engine packet", "--engine does not apply"),
     ("simulate -a ring -n 4 --epochs 1 -s -1MB", "--size: must be a positive finite number, got '-1MB'"),
-    ("perf -b -1K -e 4K -a ring --ranks 4 -t star:hosts=8", "-b/--minbytes: must be a positive"),
+    ("perf -b -1K -e 4K --algorithm ring --ranks 4 --topology star:hosts=8", "-b/--minbytes: must be a positive"),
     ("pattern show ring -n 4 --max-steps -1", "--max-steps -1: must be 0 (every step) or more"),
     ("pattern show r4.json -n 4", "--ranks applies to an algorithm name, not to the file 'r4.json'"),
     # output files are checked before the run, not after it
     ("simulate -a ring -n 4 --epochs 2 --plot /nonexistent/p.png", "--plot /nonexistent/p.png: no folder"),
     ("simulate -a ring -n 4 --epochs 2 --react --save-pattern {tmp}", "is a folder"),
     ("demo --save-pattern /nonexistent/x.json", "--save-pattern /nonexistent/x.json: no folder"),
-    ("perf -b 1K -e 4K -a ring --ranks 4 -t star:hosts=8 --plot /nonexistent/bw.png", "no folder /nonexistent"),
+    ("perf -b 1K -e 4K --algorithm ring --ranks 4 --topology star:hosts=8 --plot /nonexistent/bw.png",
+     "no folder /nonexistent"),
+    # nccl-tests' -a, -t, -g, -G: their meanings, or a refusal that says what to use
+    ("perf -b 1K -e 1K -a ring", "-a/--average ring: nccl-tests' average mode, 0 (rank 0), 1 (mean), 2 (min) or 3 (max); "
+                                 "-a no longer names the algorithm: use --algorithm ring"),
+    ("perf -b 1K -e 1K -t fat-tree:k=4", "-t no longer names the topology: use --topology fat-tree:k=4"),
+    ("perf -b 1K -e 1K -t 4", "-t/--nthreads 4: nccl-tests' threads per process do not apply"),
+    ("perf -b 1K -e 1K -g 8", "-g/--ngpus 8: nccl-tests' GPUs per thread do not apply"),
+    ("perf -b 1K -e 1K -G 10", "-G/--cudagraph 10: CUDA graph launches do not apply"),
+    ("perf -b 1K -e 1K -o prod", "-o prod: our patterns reduce by adding"),
+    ("perf -b 1K -e 1K --collective all_to_all_v", "--collective all_to_all_v: expected one of all_reduce, all_gather"),
+    ("perf -b 1K -e 1K --collective alltoall --algorithm ring", "--algorithm ring: computes allreduce, not "
+                                                                "--collective alltoall"),
+    ("perf -b 1K -e 1K --algorithm ring,alltoall-bruck", "one collective per sweep; got ring (allreduce), "
+                                                         "alltoall-bruck (alltoall)"),
+    ("perf -b 1K -e 1K -J out.txt", "-J/--output_file out.txt: the name must end in .json or .csv"),
 ]
 
 
@@ -196,7 +211,7 @@ def test_console_script_process_exit_code():
     assert cp.returncode == 2 and cp.stdout == "" and cp.stderr == "error: /dev/full: No space left on device\n"
 
 
-@pytest.mark.parametrize("argv", ["simulate -a ring -n 4 -t foo", "perf -a foo -b 1K -e 1K",
+@pytest.mark.parametrize("argv", ["simulate -a ring -n 4 -t foo", "perf --algorithm foo -b 1K -e 1K",
                                   "demo --topology foo", "pattern generate foo -n 4"])
 def test_traceback_on_request_for_every_subcommand(argv, capsys, monkeypatch):
     """REACTCCL_TRACEBACK=1 adds the traceback before the one line, whichever subcommand failed."""

@@ -32,7 +32,9 @@ def test_version_and_python_m(capsys):
 
 
 def test_generator_options_from_signatures():
-    assert options("nccl-tree") == [{"name": "slices", "type": "int", "default": 1, "required": False}]
+    # slices: none = NCCL's chunk rule for the message size (given as size, or by perf / simulate)
+    assert options("nccl-tree") == [{"name": "slices", "type": "int or none", "default": None, "required": False},
+                                    {"name": "size", "type": "float or none", "default": None, "required": False}]
     assert options("ring") == []
     assert options("k-sp-allreduce")[0] == {"name": "k", "type": "int", "default": 2, "required": False}
     assert options("swing-b")[0]["type"] == "shape or none"
@@ -47,7 +49,8 @@ def test_generator_options_from_signatures():
 def test_pattern_list_text_and_json(capsys):
     assert main(["pattern", "list"]) == 0
     out = capsys.readouterr().out
-    assert "options: slices: int = 1" in out and "options: root: int = 0" in out
+    assert "options: slices: int or none = none; size: float or none = none" in out
+    assert "options: root: int = 0" in out
     assert "options: k: int = 2; shape: shape or none = none; dims: int = 2" in out
     assert main(["pattern", "list", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -19,7 +19,9 @@ SIZED = [("binomial-broadcast", 13, {}), ("binomial-reduce", 16, {}), ("nccl-tre
          ("sp-spineleaf", 16, {"q": 4}), ("bucket", 25, {}), ("k-sp-allreduce", 25, {"k": 1}),
          ("sp-allreduce", 16, {}), ("sp-allreduce-2h1", 16, {}), ("sp-hyperx", 16, {}), ("swing-b", 16, {}),
          ("torus-ring", 16, {}), ("trivance-b", 9, {}), ("swing-l", 16, {}), ("trivance-l", 9, {}),
-         ("bucket", 64, {"shape": (4, 4, 4)}), ("swing-l", 64, {"shape": (4, 4, 4)})]
+         ("bucket", 64, {"shape": (4, 4, 4)}), ("swing-l", 64, {"shape": (4, 4, 4)}),
+         ("nccl-tree", 16, {"size": float(128 << 20)}), ("alltoall-pairwise", 9, {"channels": 2}),
+         ("alltoall-bruck", 13, {}), ("alltoall-bruck", 8, {"channels": 3})]
 
 
 @pytest.mark.parametrize("name,n,opts", SIZED, ids=[f"{a}-{b}-{len(c)}" for a, b, c in SIZED])

@@ -43,7 +43,8 @@ CASES = {
 
 
 def test_every_generator_has_round_trip_cases():
-    assert sorted(CASES) == names()
+    # AllToAll is not exported yet (test_alltoall.py checks the refusal)
+    assert sorted(CASES) == [n for n in names() if not n.startswith("alltoall-")]
 
 
 @pytest.mark.parametrize("algo,n,opts", [(a, n, o) for a, cs in CASES.items() for n, o in cs],

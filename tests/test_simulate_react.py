@@ -32,7 +32,9 @@ def test_controller_protocol_drives_the_simulation():
 
 
 def test_react_beats_static_tree_on_congested_star():
-    common = dict(topology="star:hosts=16", size=20e6, epochs=40, background=["into:3:p=2"], seed=1)
+    # the REACT paper's tree: one slice per tree, by name (the default slices as NCCL does)
+    common = dict(topology="star:hosts=16", size=20e6, epochs=40, background=["into:3:p=2"], seed=1,
+                  options={"slices": 1})
     base = run_simulation("nccl-tree", 8, **common)
     react = run_simulation("nccl-tree", 8, controller=lambda p: ReactController(p, ReactParams(seed=1)), **common)
     assert len(react.controller.decisions) >= 1
@@ -41,7 +43,7 @@ def test_react_beats_static_tree_on_congested_star():
 
 
 def test_cli_react_json(capsys):
-    rc = main(["simulate", "--algorithm", "nccl-tree", "--ranks", "8", "--topology", "star:hosts=16",
+    rc = main(["simulate", "--algorithm", "nccl-tree", "-O", "slices=1", "--ranks", "8", "--topology", "star:hosts=16",
                "--size", "20MB", "--epochs", "30", "--background", "into:3:p=2", "--seed", "1", "--react",
                "--warmup", "12", "--param", "B=6", "--json"])
     assert rc == 0

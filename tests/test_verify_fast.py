@@ -12,7 +12,8 @@ from reactccl.pattern.verify_fast import MAX_RANKS, accepts
 
 BASES = [("nccl-tree", 8, {"slices": 2}), ("ring", 5, {}), ("swing-b", 16, {}), ("ring-allgather", 6, {}),
          ("ring-reducescatter", 4, {}), ("binomial-broadcast", 7, {"root": 2}), ("binomial-reduce", 6, {"root": 4}),
-         ("recursive-doubling", 8, {})]
+         ("recursive-doubling", 8, {}), ("alltoall-bruck", 6, {"channels": 2}),
+         ("alltoall-pairwise", 5, {"order": "nccl"})]
 
 
 def _mutant(p, rng):

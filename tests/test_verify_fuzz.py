@@ -8,7 +8,7 @@ reduce into one, and a copy together with another write to one (rank, chunk) in 
 are errors; several reduces add. At the end every output position must hold each required
 contribution exactly once and nothing else.
 
-Mutants of valid patterns of every collective (ops flipped, flows dropped or duplicated,
+Mutants of valid patterns of every collective, AllToAll included (ops flipped, flows dropped or duplicated,
 steps moved or swapped, chunks, sources and destinations changed) must be rejected with a
 one-line PatternError exactly when the reference rejects them, and verify's two step paths
 (scalar for small steps, vectorised for wide ones) must agree to the letter. The compiled accept
@@ -33,16 +33,19 @@ BASES = [("ring", 3, {}), ("ring", 5, {}), ("nccl-tree", 6, {}), ("rabenseifner"
          ("ring-allgather", 4, {}), ("recursive-doubling", 5, {}), ("recursive-doubling", 4, {}),
          ("ring-reducescatter", 4, {}), ("ring-reducescatter", 3, {}),
          ("binomial-broadcast", 5, {"root": 3}), ("binomial-broadcast", 4, {"root": 0}),
-         ("binomial-reduce", 5, {"root": 1}), ("binomial-reduce", 6, {"root": 5})]
+         ("binomial-reduce", 5, {"root": 1}), ("binomial-reduce", 6, {"root": 5}),
+         ("alltoall-bruck", 5, {}), ("alltoall-bruck", 4, {"channels": 2}), ("alltoall-pairwise", 4, {"order": "shift"}),
+         ("alltoall-pairwise", 3, {})]
 PATTERNS = [generate(n, k, **o) for n, k, o in BASES]
 
 
 # ------------------------------------------------------------------ reference
-def _owner(sizes, n):
-    """Block of each chunk: chunks lie in id order, block r is [r/n, (r+1)/n) of the message."""
+def _owner(sizes, n, blocks=None):
+    """Block of each chunk: chunks lie in id order, block r is [r/B, (r+1)/B) of the message (B = n)."""
+    B = n if blocks is None else blocks
     out, start = [], 0.0
     for s in sizes:
-        out.append(min(n - 1, int(start * n + 1e-9)))
+        out.append(min(B - 1, int(start * B + 1e-9)))
         start += s
     return out
 
@@ -51,12 +54,16 @@ def reference(coll: str, n: int, root, sizes, flows) -> bool:
     """True when ``flows`` (tuples step, src, dst, chunks, op) compute ``coll`` exactly."""
     C = len(sizes)
     owner = _owner(sizes, n)
+    # alltoall: block s*n + d of the n*n blocks is rank s's data for rank d
+    dest = [b % n for b in _owner(sizes, n, n * n)] if coll == "alltoall" else owner
+    if coll == "alltoall":
+        owner = [b // n for b in _owner(sizes, n, n * n)]
     val = {}
     for r in range(n):
         for c in range(C):
             if coll in ("allreduce", "reducescatter", "reduce"):
                 val[r, c] = Counter({r: 1})
-            elif coll == "allgather":
+            elif coll in ("allgather", "alltoall"):
                 val[r, c] = Counter({r: 1}) if owner[c] == r else None
             else:
                 val[r, c] = Counter({r: 1}) if r == root else None
@@ -93,6 +100,8 @@ def reference(coll: str, n: int, root, sizes, flows) -> bool:
         want = {(root, c): everyone for c in range(C)}
     elif coll == "allgather":
         want = {(r, c): Counter({owner[c]: 1}) for r in range(n) for c in range(C)}
+    elif coll == "alltoall":
+        want = {(dest[c], c): Counter({owner[c]: 1}) for c in range(C)}
     else:
         want = {(r, c): Counter({root: 1}) for r in range(n) for c in range(C)}
     return all(val[k] == v for k, v in want.items())
@@ -153,7 +162,7 @@ def test_reference_accepts_every_generator_output(p):
 
 
 def test_reference_rejects_the_issue_cases():
-    for p in (generate("ring-allgather", 4), generate("binomial-broadcast", 4)):
+    for p in (generate("ring-allgather", 4), generate("binomial-broadcast", 4), generate("alltoall-bruck", 4)):
         fl = [(t, s, d, c, "reduce") for t, s, d, c, _ in _flows(p)]
         assert not reference(p.collective.value, p.num_ranks, p.root, p.chunk_size.tolist(), fl)
         assert check(p, fl) == "rejected"
@@ -223,7 +232,7 @@ def test_mutants_exercise_every_outcome():
             flows.append((p.num_steps, s, d, ch, op))
             kind = "resend"
         seen[kind, p.collective.value, check(p, flows)] += 1
-    for coll in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce"):
+    for coll in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"):
         assert seen["flip", coll, "rejected"] > 0, seen
     assert sum(v for (k, c, r), v in seen.items() if k == "resend" and r == "ok") > 0, seen
     assert sum(v for (k, c, r), v in seen.items() if k == "resend" and r == "rejected") > 0, seen

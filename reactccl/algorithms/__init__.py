@@ -15,6 +15,8 @@ _MODULES = [
     "tree", "ring", "recursive", "binomial",
     # issue 5 generators
     "sp_allreduce", "bucket", "swing", "trivance", "torus_baselines", "kspt",
+    # issue 35: AllToAll
+    "alltoall",
 ]
 
 for _m in _MODULES:

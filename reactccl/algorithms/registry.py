@@ -57,8 +57,12 @@ def names() -> list[str]:
 
 
 def generate(name: str, num_ranks: int, check: bool = True, max_bytes: int = DEFAULT_MAX_BYTES,
-             **options) -> CollectivePattern:
+             size: float | None = None, **options) -> CollectivePattern:
     """Generate pattern ``name`` for ``num_ranks`` ranks and verify it.
+
+    ``size`` is the message the pattern will carry (bytes, nccl-tests' size), for generators
+    whose layout depends on it (an option named ``size``: ``nccl-tree`` slices as NCCL does);
+    it is passed to those, unless ``options`` set ``size`` themselves, and ignored by the others.
 
     Option values given as text (from a command line) are converted by the
     generator's annotations: ``"4"`` to an int, ``"0.5"`` to a float, ``"true"`` to a
@@ -77,6 +81,8 @@ def generate(name: str, num_ranks: int, check: bool = True, max_bytes: int = DEF
     gen = get(name)
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, int) or num_ranks < 1:
         raise PatternError(f"num_ranks: expected an integer >= 1, got {num_ranks!r}")
+    if size is not None and "size" not in options and "size" in inspect.signature(gen.func).parameters:
+        options = {**options, "size": float(size)}
     options = checked_options(name, options)
     need = generate_bytes(name, num_ranks, options, check)
     if need is not None and need > max_bytes:
@@ -143,7 +149,7 @@ def options(name: str) -> list[dict]:
     after the rank count, ``{"name", "type", "default"}`` (type as :func:`_type_name` gives
     it, default JSON-ready: a tuple becomes a list, ``None`` stays ``None``; ``"required"``
     True where there is no default). Example: ``options("nccl-tree")`` ->
-    ``[{"name": "slices", "type": "int", "default": 1, "required": False}]``.
+    ``[{"name": "slices", "type": "int or none", "default": None, "required": False}, {"name": "size", ...}]``.
 
     Raises:
         PatternError: unknown name.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from ..pattern import verify_bytes
+from .nccl_chunks import tree_slices
 
 __all__ = ["pattern_size", "generate_bytes", "GEN_BYTES_PER_FLOW", "GEN_BYTES_PER_PAIR"]
 
@@ -48,7 +49,12 @@ def pattern_size(name: str, n: int, options: dict) -> tuple[int, int] | None:
     if name in ("binomial-broadcast", "binomial-reduce"):
         return 1, n
     if name == "nccl-tree":
-        s = options.get("slices", 1)
+        s = options.get("slices")
+        if s is None and isinstance(options.get("size"), (int, float)):
+            try:
+                s = tree_slices(options["size"], n)
+            except ValueError:
+                s = 1
         s = s if isinstance(s, int) and s > 0 else 1
         return 2 * s, 4 * n * s
     if name == "rd-allreduce":
@@ -65,6 +71,14 @@ def pattern_size(name: str, n: int, options: dict) -> tuple[int, int] | None:
         return 2 * d, 2 * d * n * _log2(n)
     if name == "trivance-l":
         return d, 2 * d * n * _log2(n)
+    if name in ("alltoall-pairwise", "alltoall-bruck"):
+        k = options.get("channels", 1)
+        k = k if isinstance(k, int) and k > 0 else 1
+        # bruck: each block moves once per set bit of its distance d = 1..n-1
+        bits = (sum(d.bit_count() for d in range(1, n)) if n <= 1 << 20 else (n - 1) * _log2(n)) \
+            if name == "alltoall-bruck" else n - 1
+        moves = n * bits
+        return n * n * k, max(1, moves * k)
     return None
 
 

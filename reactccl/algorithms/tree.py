@@ -14,7 +14,9 @@ the mirror ``x -> n-1-x`` of tree 0 for even n, the shift ``x -> x+1 mod n`` for
       / \\   / \\                  / \\   / \\
      1   3 5   7                0   2 4   6
 
-Source: NCCL ``src/graph/trees.cc``; Sanders, Speck & Träff (2009); REACT §4.3, A.1.
+Slices follow NCCL's tree chunk size where the message size is known (:func:`nccl_tree`).
+
+Source: NCCL ``src/graph/trees.cc``, ``src/enqueue.cc``; Sanders, Speck & Träff (2009); REACT §4.3, A.1.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 from ..pattern import CollectivePattern, PatternError
 from ._build import check_int_option, make_pattern
+from .nccl_chunks import tree_slices
 from .registry import register
 
 __all__ = ["btree", "dtree", "tree_levels", "nccl_tree"]
@@ -131,26 +134,47 @@ def _tree_flows(parent: np.ndarray, depth_total: int):
 
 
 @register("nccl-tree", "allreduce",
-          "NCCL double binary tree (trees.cc): two trees, half the message each; reduce up, broadcast down")
-def nccl_tree(n: int, slices: int = 1) -> CollectivePattern:
+          "NCCL double binary tree (trees.cc): two trees, half the message each, pipelined in NCCL's "
+          "chunks; reduce up, broadcast down")
+def nccl_tree(n: int, slices: int | None = None, size: float | None = None) -> CollectivePattern:
     """NCCL's double binary tree AllReduce on ``n`` ranks.
 
     Chunk graph g (0, 1) is tree g and carries half the message, in ``slices`` chunks of
     size ``1/(2*slices)`` (chunk id ``g*slices + j``). In each tree, slice j reduces up the
     tree (a node sends at step ``height + j``) and is then copied down (a parent at depth d
     sends at step ``D + d + j``, D = the tree's depth), so slice j runs one step behind
-    slice j-1 and the pattern takes ``2*D + slices - 1`` steps (n = 16: D = 4, 8 steps).
-    n = 1 gives no flows.
+    slice j-1 and the pattern takes ``2*D + slices - 1`` steps (n = 16: D = 4, 8 steps
+    with one slice). n = 1 gives no flows.
+
+    Default slicing is NCCL's: with ``slices`` not given and the message ``size`` known,
+    ``slices = tree_slices(size, n)`` (:mod:`reactccl.algorithms.nccl_chunks`: NCCL's tree
+    chunk of 512 KiB, halved down to 32 KiB while each tree would get fewer than 8, 4, 1 x
+    depth chunks; one slice per chunk): 16 ranks, 128 MiB: 128 slices of 512 KiB; 8 ranks,
+    20 MB: 39 slices of 256 KiB; up to 64 KiB: 1. ``perf``, ``simulate`` and
+    ``run_simulation`` pass the size (:func:`reactccl.algorithms.generate`'s ``size``).
+    Without a size (``pattern generate``, the runtime, whose ``pipeline_bytes`` cuts chunks
+    into parts itself) the pattern has 1 slice per tree. The REACT paper's runs use 1 slice
+    (``slices=1``, given by name in ``experiments`` and the REACT benches).
 
     Args:
         n: ranks (>= 1).
-        slices: pipeline slices per tree (>= 1).
+        slices: pipeline slices per tree (>= 1), or None for NCCL's rule.
+        size: the message in bytes (nccl-tests' size), for NCCL's rule; ignored when
+            ``slices`` is given.
 
     Raises:
-        PatternError: on a bad ``n`` or ``slices``.
+        PatternError: on a bad ``n``, ``slices`` or ``size``.
     """
     n = check_int_option("n", n)
-    K = check_int_option("slices", slices)
+    if slices is not None:
+        K = check_int_option("slices", slices)
+    elif size is not None:
+        try:
+            K = tree_slices(size, n)
+        except ValueError as e:
+            raise PatternError(str(e)) from None
+    else:
+        K = 1
     (p0, _), (p1, _) = dtree(n)
     D = int(tree_levels(p0)[0].max())
     parts = [_tree_flows(p, D) for p in (p0, p1)]

@@ -104,8 +104,10 @@ def pattern_for(args, warn: Console | None = None) -> CollectivePattern:
     Raises:
         PatternError: from :func:`reactccl.algorithms.generate`.
     """
+    size = getattr(args, "size", None)      # nccl-tree slices by NCCL's chunk rule for it
     pattern = (args.pattern_obj if getattr(args, "pattern_obj", None) is not None
-               else generate(args.algorithm, args.ranks, **parse_options(args.option)))
+               else generate(args.algorithm, args.ranks, size=None if size is None else parse_bytes(size, "--size"),
+                             **parse_options(args.option)))
     if pattern.num_flows == 0 or not (args.pack or (warn is not None and pattern.num_flows >= SLOW_FLOWS)):
         return pattern  # nothing to pack (torus_common.pack needs a flow), or no need to look
     if args.pack == "instance":

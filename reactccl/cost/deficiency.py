@@ -33,7 +33,8 @@ __all__ = ["Deficiency", "deficiency", "from_round_loads", "link_loads", "round_
 def min_volume(collective: Collective | str, num_ranks: int) -> float:
     """Minimum total volume, in units of the message N, that any schedule must send:
     AllReduce ``2(p-1)`` (SP-allreduce Prop. 2.1); AllGather and ReduceScatter ``p-1``
-    (each of the p ranks receives or sends ``p-1`` blocks of ``N/p``); Broadcast and Reduce ``p-1`` (every non-root receives or sends N once).
+    (each of the p ranks receives or sends ``p-1`` blocks of ``N/p``); Broadcast and Reduce ``p-1`` (every non-root receives or sends N once); AllToAll ``p-1`` in units of one rank's buffer (nccl-tests'
+    size: each rank sends ``p-1`` of its ``p`` blocks).
 
     Raises:
         ValueError: unknown collective.

@@ -18,7 +18,7 @@ from ..algorithms import generate
 from .metrics import epoch_metrics, improvement
 from .patterns_view import busiest_receiver, moved_positions, pattern_view, tree_parents
 from .runner import ArmDriver
-from .scenario import PAPER, JobSpec, Scenario, topology
+from .scenario import PAPER, PAPER_OPTIONS, JobSpec, Scenario, topology
 
 __all__ = ["DemoConfig", "DemoResult", "demo_scenario", "run_demo"]
 
@@ -62,7 +62,8 @@ def demo_scenario(cfg: DemoConfig) -> tuple[Scenario, int]:
     if topo.num_hosts < cfg.ranks + 1:
         raise ValueError(f"topology {cfg.topology}: {topo.num_hosts} hosts, the demo needs {cfg.ranks + 1} "
                          f"({cfg.ranks} ranks and one outside host)")
-    rank = busiest_receiver(generate(cfg.algorithm, cfg.ranks)) if cfg.rank is None else int(cfg.rank)
+    rank = busiest_receiver(generate(cfg.algorithm, cfg.ranks, **PAPER_OPTIONS.get(cfg.algorithm, {}))) \
+        if cfg.rank is None else int(cfg.rank)
     if not 0 <= rank < cfg.ranks:
         raise ValueError(f"rank: expected 0..{cfg.ranks - 1}, got {rank}")
     job = JobSpec(cfg.algorithm, cfg.ranks, float(cfg.message_bytes), tuple(range(cfg.ranks)))

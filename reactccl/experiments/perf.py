@@ -1,42 +1,84 @@
-"""An nccl-tests-style sweep: one collective over a range of sizes, timed, with algbw and busbw.
+"""An nccl-tests-style sweep: one collective over a range of sizes, timed out of place and in place,
+with algbw and busbw.
 
-Sizes go from ``min_bytes`` to ``max_bytes`` multiplying by ``factor`` (nccl-tests' ``-b -e -f``;
-``K``/``M``/``G`` are binary there, so ``128M`` = 128 MiB). Each size runs ``warmup`` untimed and
-``iters`` timed iterations; the time is the mean per iteration (over ranks on real ranks, as
-nccl-tests averages). algbw = size / time; busbw = algbw x nccl-tests' factor
-(:func:`reactccl.trace.busbw_factor`: 2(n-1)/n for AllReduce, (n-1)/n for AllGather and
-ReduceScatter, 1 for Broadcast and Reduce; nccl-tests ``doc/PERFORMANCE.md``).
+Sizes go from ``min_bytes`` to ``max_bytes`` multiplying by ``factor`` or adding ``step``
+(nccl-tests' ``-b -e -f -i``; ``K``/``M``/``G`` are binary there, so ``128M`` = 128 MiB). A size
+counts whole elements of the type, and for AllGather, ReduceScatter and AllToAll each rank's
+part is rounded down to a multiple of 16 bytes (nccl-tests' ``getCollByteCount``), so the size
+printed is ``N x`` that part; the count column is the elements per rank for those three (their
+``paramcount``) and the whole count for the others. Each size runs ``warmup`` untimed and
+``iters`` timed iterations out of place, then in place, as nccl-tests does. algbw = size / time;
+busbw = algbw x nccl-tests' factor (:func:`reactccl.trace.busbw_factor`: 2(n-1)/n AllReduce,
+(n-1)/n AllGather, ReduceScatter and AllToAll, 1 Broadcast and Reduce; nccl-tests
+``doc/PERFORMANCE.md``). ``average`` combines the ranks' times as nccl-tests' ``-a``: 0 rank 0's,
+1 the mean (default), 2 the least, 3 the most.
 
 Two executors:
 
-- :func:`sim_sweep` runs the patterns on the simulator (epochs = warm-ups + iterations; the
-  time is the mean of the timed epochs). No data moves, so ``#wrong`` is ``None`` (printed
-  ``N/A``, as nccl-tests prints it without ``-c``); the patterns are verified instead.
-- :func:`dist_sweep` runs on real ranks (torch.distributed, Gloo or NCCL), with
-  ``dist.all_reduce`` beside our patterns. After timing, every rank fills a buffer with
-  rank-dependent integers, runs the collective once more and counts elements that differ from
-  the exact sum: ``#wrong`` (summed over ranks), as nccl-tests' check does.
+- :func:`sim_sweep` runs the patterns on the simulator. An iteration is one epoch, run alone (as
+  nccl-tests' ``-z 3``: wait and barrier after every iteration, the barrier not timed); a rank's
+  time is the end of its last flow (sent or received) in the epoch, averaged over the timed
+  epochs. No data moves and out of place and in place run the same flows, so both columns
+  agree and ``#wrong`` is ``None`` (printed ``N/A``, as nccl-tests prints it without ``-c``);
+  every pattern is verified exactly instead (:func:`reactccl.pattern.verify`).
+- :func:`~reactccl.experiments.perf_real.dist_sweep` runs on real ranks (torch.distributed, Gloo
+  or NCCL), with the torch.distributed collective beside our patterns and an element-by-element
+  check (``#wrong``, summed over ranks, as nccl-tests' check).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 
+from ..pattern import Collective, CollectivePattern
 from ..trace import busbw_factor
 
-__all__ = ["PerfRow", "DTYPES", "REAL_DTYPES", "parse_nccl_size", "nccl_sizes", "check_dtype", "sim_sweep",
-           "dist_sweep", "measure", "format_table", "plot_busbw"]
+__all__ = ["PerfRow", "DTYPES", "REAL_DTYPES", "COLLECTIVES", "DEFAULT_ALGORITHMS", "MAX_SIZES", "collective_of",
+           "parse_nccl_size", "nccl_sizes", "nccl_count", "check_dtype", "combine_times", "make_row", "sim_sweep",
+           "dist_sweep", "measure", "format_table"]
 
 #: nccl-tests' type names -> bytes per element.
 DTYPES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
           "double": 8, "bfloat16": 2}
 #: The types real ranks run (torch.distributed has no sum of uint32/uint64 tensors on every backend).
 REAL_DTYPES = ("float", "double", "half", "bfloat16", "int8", "uint8", "int32", "int64")
+#: nccl-tests' test names (``all_reduce_perf`` ...) -> the IR's collective.
+COLLECTIVES = {"all_reduce": Collective.ALLREDUCE, "all_gather": Collective.ALLGATHER,
+               "reduce_scatter": Collective.REDUCESCATTER, "broadcast": Collective.BROADCAST,
+               "reduce": Collective.REDUCE, "alltoall": Collective.ALLTOALL}
+#: What ``perf`` runs for each collective when no ``--algorithm`` is given.
+DEFAULT_ALGORITHMS = {Collective.ALLREDUCE: ("ring", "nccl-tree"), Collective.ALLGATHER: ("ring-allgather",),
+                      Collective.REDUCESCATTER: ("ring-reducescatter",),
+                      Collective.BROADCAST: ("binomial-broadcast",), Collective.REDUCE: ("binomial-reduce",),
+                      Collective.ALLTOALL: ("alltoall-pairwise", "alltoall-bruck")}
+#: ``-a`` modes, nccl-tests' ``average``.
+AVERAGE_MODES = {0: "rank 0", 1: "mean over ranks", 2: "least over ranks", 3: "most over ranks"}
+
+
+def collective_of(name: str) -> Collective:
+    """The collective for an nccl-tests test name (``all_reduce``, ``all_gather``, ``reduce_scatter``,
+    ``broadcast``, ``reduce``, ``alltoall``; ``_perf`` may follow) or an IR name (``allreduce`` ...).
+
+    Raises:
+        ValueError: another name, listing the accepted ones.
+    """
+    key = str(name).strip().lower().removesuffix("_perf").replace("-", "_")
+    if key in COLLECTIVES:
+        return COLLECTIVES[key]
+    key = key.replace("_", "")
+    for c in Collective:
+        if c.value == key:
+            return c
+    raise ValueError(f"--collective {name}: expected one of {', '.join(COLLECTIVES)}")
+
+
+def nccl_name(collective: Collective | str) -> str:
+    """nccl-tests' name of a collective (``all_reduce`` ...)."""
+    c = Collective(collective)
+    return next(k for k, v in COLLECTIVES.items() if v is c)
 
 
 def check_dtype(dtype: str, min_bytes: int, real: bool = False) -> None:
@@ -56,13 +98,34 @@ def check_dtype(dtype: str, min_bytes: int, real: bool = False) -> None:
                          "sizes count whole elements, as in nccl-tests")
 
 
+def nccl_count(collective: Collective | str, size: int, dtype: str, ranks: int) -> tuple[int, int]:
+    """``(bytes, count)`` nccl-tests runs and prints for a requested ``size``: whole elements; for
+    AllGather, ReduceScatter and AllToAll each rank's part rounded down to 16 bytes (``base``
+    elements), the size being ``ranks * base`` elements and the count ``base``."""
+    word = DTYPES[dtype]
+    count = int(size) // word
+    if Collective(collective).is_blocked:
+        base = (count // ranks) & ~(max(1, 16 // word) - 1)
+        return ranks * base * word, base
+    return count * word, count
+
+
 @dataclass
 class PerfRow:
-    """One line of the sweep: what nccl-tests prints, in SI units.
+    """One line of the sweep: what nccl-tests prints, in SI units (JSON schema ``reactccl.perf/2``).
 
     Attributes:
-        size: message bytes; count: elements; time_s: mean seconds per iteration;
-        algbw, busbw: bytes/s; wrong: wrong elements (None when not checked).
+        algorithm: the generator (or ``dist.<op>`` for torch.distributed's own collective);
+        collective: the IR's name (``allreduce`` ...); ranks: N;
+        size: bytes (nccl-tests' size column); count: elements (per rank for AllGather,
+            ReduceScatter and AllToAll, as nccl-tests); type, redop (``sum`` or ``none``), root (-1
+            where none);
+        time_s, algbw, busbw, wrong: in place (the names of schema ``reactccl.perf/1``, whose only
+            columns were in place): mean seconds per iteration, bytes/s, bytes/s, wrong elements
+            (None when not checked);
+        oop_time_s, oop_algbw, oop_busbw, oop_wrong: the same out of place;
+        pattern: the pattern's name as generated for this size (e.g. ``nccl-tree(slices=128)``),
+            chunks, graphs: its chunk and chunk-graph counts ("" and 0 for ``dist.*``).
     """
 
     algorithm: str
@@ -77,10 +140,36 @@ class PerfRow:
     algbw: float
     busbw: float
     wrong: int | None
+    oop_time_s: float
+    oop_algbw: float
+    oop_busbw: float
+    oop_wrong: int | None
+    pattern: str = ""
+    chunks: int = 0
+    graphs: int = 0
 
     def to_dict(self) -> dict:
-        """JSON-ready (bandwidths in bytes/s, time in seconds)."""
+        """JSON-ready (bandwidths in bytes/s, times in seconds)."""
         return asdict(self)
+
+
+def make_row(algorithm: str, collective: Collective | str, ranks: int, size: int, count: int, dtype: str,
+             root: int | None, oop: tuple[float, int | None], inplace: tuple[float, int | None],
+             pattern=None) -> PerfRow:
+    """A :class:`PerfRow` from ``(seconds, wrong)`` out of place and in place; algbw = size / time,
+    busbw = algbw x :func:`reactccl.trace.busbw_factor`."""
+    c = Collective(collective)
+    f = busbw_factor(c, ranks)
+
+    def bw(t: float) -> float:
+        return size / t if t > 0 else float("nan")
+
+    return PerfRow(algorithm, c.value, ranks, size, count, dtype, "sum" if c.reduces else "none",
+                   -1 if root is None else int(root), inplace[0], bw(inplace[0]), bw(inplace[0]) * f, inplace[1],
+                   oop[0], bw(oop[0]), bw(oop[0]) * f, oop[1],
+                   "" if pattern is None else (pattern.name or algorithm),
+                   0 if pattern is None else pattern.num_chunks,
+                   0 if pattern is None else len(np.unique(pattern.chunk_graph)))
 
 
 def parse_nccl_size(text: str | int, what: str = "size") -> int:
@@ -109,218 +198,147 @@ def parse_nccl_size(text: str | int, what: str = "size") -> int:
 MAX_SIZES = 10_000   # sizes one sweep may visit
 
 
-def nccl_sizes(min_bytes: int, max_bytes: int, factor: float = 2.0, step: int | None = None) -> list[int]:
-    """The sizes nccl-tests visits: ``min, min*factor, ...`` up to ``max`` (or ``+step``).
+def nccl_sizes(min_bytes: int, max_bytes: int, factor: float | None = None, step: int | None = None) -> list[int]:
+    """The sizes nccl-tests visits: ``min, min*factor, ...`` up to ``max`` when ``factor > 1``, else
+    ``min, min+step, ...`` (nccl-tests: the factor wins when both are given).
 
     Raises:
-        ValueError: min > max, min < 1, a factor <= 1 without a step, or more than
+        ValueError: min > max, min < 1, neither a factor > 1 nor a step, a step < 1, or more than
             :data:`MAX_SIZES` sizes (named with the step that would fit).
     """
     if min_bytes < 1 or max_bytes < min_bytes:
         raise ValueError(f"-b {min_bytes} / -e {max_bytes}: need 1 <= minbytes <= maxbytes")
-    if step is None and not factor > 1:
+    if factor is not None and factor > 1:
+        def advance(x: int) -> int:
+            return int(x * factor)
+        hint = "a larger -f"
+    elif step is None:
         raise ValueError(f"-f {factor}: the step factor must be > 1 (or give -i STEPBYTES)")
-    if step is not None and step < 1:
+    elif step < 1:
         raise ValueError(f"-i {step}: step bytes must be >= 1")
-    out, s = [], min_bytes
+    else:
+        def advance(x: int) -> int:
+            return x + step
+        hint = f"-i {-(-(max_bytes - min_bytes) // (MAX_SIZES - 1))} or more"
+    out: list[int] = []
+    s = min_bytes
     while s <= max_bytes:
         if len(out) == MAX_SIZES:
-            hint = (f"-i {-(-(max_bytes - min_bytes) // (MAX_SIZES - 1))} or more" if step is not None
-                    else "a larger -f")
             raise ValueError(f"-b {min_bytes} -e {max_bytes}: more than {MAX_SIZES:,} sizes; use {hint}")
         out.append(int(s))
-        s = s + step if step is not None else int(s * factor)
+        s = advance(s)
     return out
 
 
-def _row(algorithm, collective, ranks, size, dtype, root, t, wrong) -> PerfRow:
-    algbw = size / t if t > 0 else float("nan")
-    return PerfRow(algorithm, collective, ranks, size, size // DTYPES[dtype], dtype, "sum",
-                   -1 if root is None else root, t, algbw, algbw * busbw_factor(collective, ranks), wrong)
+def combine_times(times: Sequence[float] | np.ndarray, average: int = 1) -> float:
+    """The ranks' times (s) as nccl-tests' ``-a`` reports them: 0 rank 0's, 1 the mean, 2 the least,
+    3 the most.
+
+    Raises:
+        ValueError: another mode.
+    """
+    t = np.asarray(times, dtype=np.float64)
+    if average not in AVERAGE_MODES:
+        raise ValueError(f"-a {average}: expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)")
+    return float(t[0] if average == 0 else t.mean() if average == 1 else t.min() if average == 2 else t.max())
 
 
-def sim_sweep(algorithms: Sequence[str], ranks: int, sizes: Sequence[int], iters: int = 20, warmup: int = 5,
+def rank_finish(trace) -> np.ndarray:
+    """Each rank's end of its last flow, sent or received, in one epoch's trace, shape ``(N,)`` (s)."""
+    p = trace.pattern
+    fin = np.zeros(p.num_ranks)
+    np.maximum.at(fin, p.src, trace.end)
+    np.maximum.at(fin, p.dst, trace.end)
+    return fin
+
+
+def sim_sweep(algorithms: Sequence[str], ranks: int, sizes: Sequence[int], iters: int = 20, warmup: int = 1,
               dtype: str = "float", topology: str = "fat-tree:k=4", options: dict | None = None,
-              progress: Callable[[str, int], None] | None = None, **sim) -> list[PerfRow]:
+              progress: Callable[[str, int], None] | None = None, root: int = 0, average: int = 1,
+              **sim) -> list[PerfRow]:
     """Each algorithm at each size on the simulator (see the module docstring).
 
     Args:
+        algorithms: registered generators, all of one collective.
+        root: the root of Broadcast/Reduce generators (their ``root`` option).
+        average: nccl-tests' ``-a`` (:func:`combine_times`) over the ranks' times.
         sim: passed to :func:`reactccl.netsim.run_simulation` (``seed``, ``background``,
             ``degrade``, ``ports``, ``placement``, and ``engine`` where the simulator has one).
 
-    Each size is rounded down to whole ``dtype`` elements (nccl-tests' count x element size).
+    The pattern is generated for each size (``generate(..., size=)``: ``nccl-tree`` slices by
+    NCCL's chunk rule unless ``options`` set ``slices``) and reused while it stays the same.
+    Sizes nccl-tests would run with no element per rank (:func:`nccl_count` gives 0) are left out.
 
     Raises:
-        ValueError: a dtype or smallest size that :func:`check_dtype` refuses.
+        ValueError: a dtype or smallest size that :func:`check_dtype` refuses; algorithms of
+            different collectives.
         PatternError, TopologyError, ...: from generating or simulating, named.
     """
-    from ..algorithms import generate
+    from ..algorithms import generate, get
     from ..netsim import run_simulation
     check_dtype(dtype, min(sizes, default=DTYPES.get(dtype, 1)))
+    coll = same_collective(algorithms)
     rows = []
     for algo in algorithms:
-        p = generate(algo, ranks, **dict(options or {}))   # verified
+        opts = with_root(algo, root, options)
+        cache: dict[str, CollectivePattern] = {}
         for size in sizes:
-            size = size // DTYPES[dtype] * DTYPES[dtype]   # whole elements, as nccl-tests' count
-            res = run_simulation(p, topology=topology, size=float(size), epochs=warmup + iters, slowest=0, **sim)
-            t = float(np.mean(res.durations[warmup:])) if p.num_flows else 0.0
-            rows.append(_row(algo, p.collective.value, ranks, size, dtype, p.root, t, None))
+            nbytes, count = nccl_count(coll, size, dtype, ranks)
+            if nbytes == 0:
+                continue
+            p = generate(algo, ranks, size=float(nbytes), **opts)   # verified
+            p = cache.setdefault(p.name, p)
+            res = run_simulation(p, topology=topology, size=float(nbytes), epochs=warmup + iters, slowest=0,
+                                 keep_traces=True, **sim)
+            per_rank = np.mean([rank_finish(tr) for tr in res.traces[warmup:]], axis=0) if p.num_flows \
+                else np.zeros(ranks)
+            t = combine_times(per_rank, average)
+            rows.append(make_row(algo, get(algo).collective, ranks, nbytes, count, dtype, p.root, (t, None),
+                                 (t, None), p))
             if progress is not None:
-                progress(algo, size)
+                progress(algo, nbytes)
     return rows
 
 
-def _check_data(count: int, rank: int, dtype, device):
-    import torch
-    i = torch.arange(count, device=device) % 7 + 1
-    return (i * (rank + 1)).to(dtype)
-
-
-def measure(op: Callable, count: int, dtype, device, iters: int, warmup: int, group=None,
-            sync: Callable[[], None] | None = None, check: bool = True) -> tuple[float, int | None]:
-    """Time ``op(tensor)`` (an in-place sum AllReduce) on this rank and check it, as nccl-tests does.
-
-    Returns:
-        ``(mean seconds per iteration averaged over ranks, wrong elements summed over ranks)``.
-        The check fills element i on rank r with ``(r + 1) * (i % 7 + 1)``, runs ``op`` once and
-        counts elements that differ from ``(i % 7 + 1) * n(n+1)/2`` exactly (``None`` with
-        ``check=False``).
-    """
-    import torch
-    import torch.distributed as dist
-    rank, n = dist.get_rank(group), dist.get_world_size(group)
-    sync = sync or (lambda: None)
-    buf = torch.zeros(count, dtype=dtype, device=device)
-    for _ in range(warmup):
-        op(buf)
-    sync()
-    dist.barrier(group)
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        op(buf)
-    sync()
-    elapsed = (time.perf_counter() - t0) / max(iters, 1)
-    wrong = 0
-    if check:
-        x = _check_data(count, rank, dtype, device)
-        op(x)
-        sync()
-        expect = ((torch.arange(count, device=device) % 7 + 1) * (n * (n + 1) // 2)).to(dtype)
-        wrong = int((x != expect).sum().item())
-    stats = torch.tensor([elapsed, float(wrong)], dtype=torch.float64, device=device)
-    dist.all_reduce(stats, group=group)
-    return float(stats[0].item()) / n, (int(round(stats[1].item())) if check else None)
-
-
-def dist_sweep(algorithms: Sequence[str], sizes: Sequence[int], iters: int = 20, warmup: int = 5,
-               dtype: str = "float", options: dict | None = None, include_dist: bool = True, group=None,
-               timeout: float = 60.0, check: bool = True) -> list[PerfRow]:
-    """Each algorithm (and ``dist.all_reduce``) at each size on the real ranks of ``group``.
-
-    Call on every rank (after ``init_process_group``); every rank gets the same rows. Only
-    AllReduce patterns run here (the check is the AllReduce sum).
+def same_collective(algorithms: Sequence[str]) -> Collective:
+    """The one collective of the registered generators ``algorithms``.
 
     Raises:
-        ValueError: an algorithm that is not an AllReduce, or a dtype or smallest size that
-            :func:`check_dtype` refuses (``real=True``).
+        PatternError: an unknown generator (from the registry).
+        ValueError: generators of different collectives, named.
     """
-    import torch
-    import torch.distributed as dist
+    from ..algorithms import get
+    colls = {a: Collective(get(a).collective) for a in algorithms}
+    if len(set(colls.values())) > 1:
+        raise ValueError("--algorithm: one collective per sweep; got " +
+                         ", ".join(f"{a} ({c.value})" for a, c in colls.items()))
+    return next(iter(colls.values()))
 
-    from ..algorithms import generate
-    from ..runtime.rcollective import RCollective
-    check_dtype(dtype, min(sizes, default=DTYPES.get(dtype, 1)), real=True)
-    tdtype = {"int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32, "int64": torch.int64,
-              "half": torch.float16, "float": torch.float32, "double": torch.float64,
-              "bfloat16": torch.bfloat16}[dtype]
-    n = dist.get_world_size(group)
-    backend = dist.get_backend(group)
-    if backend == "nccl":
-        device = torch.device("cuda", torch.cuda.current_device())
-        sync = torch.cuda.synchronize
-    else:
-        device, sync = torch.device("cpu"), None
-    ops: list[tuple[str, str, Callable]] = []
-    made = []
-    for algo in algorithms:
-        p = generate(algo, n, **dict(options or {}))
-        if p.collective.value != "allreduce":
-            raise ValueError(f"-a {algo}: computes {p.collective.value}; on real ranks perf runs AllReduce patterns")
-        rc = RCollective(p, group, timeout=timeout, check="never")
-        made.append(rc)
-        ops.append((algo, "allreduce", lambda t, rc=rc: rc(t)))
-    if include_dist:
-        ops.append(("dist.all_reduce", "allreduce", lambda t: dist.all_reduce(t, group=group)))
-    rows = []
-    size_of = DTYPES[dtype]
-    try:
-        for name, coll, op in ops:
-            for size in sizes:
-                count = size // size_of
-                if count < 1:
-                    continue
-                t, wrong = measure(op, count, tdtype, device, iters, warmup, group=group, sync=sync, check=check)
-                rows.append(_row(name, coll, n, count * size_of, dtype, None, t, wrong))
-    finally:
-        for rc in made:
-            rc.close()
-    return rows
+
+def with_root(algorithm: str, root: int, options: dict | None) -> dict:
+    """``options`` plus ``root`` where the generator takes one and ``options`` do not set it."""
+    import inspect
+
+    from ..algorithms import get
+    opts = dict(options or {})
+    if "root" in inspect.signature(get(algorithm).func).parameters and "root" not in opts:
+        opts["root"] = root
+    return opts
+
+
+def dist_sweep(*args, **kwargs):
+    """:func:`reactccl.experiments.perf_real.dist_sweep` (real ranks; imports torch)."""
+    from .perf_real import dist_sweep as run
+    return run(*args, **kwargs)
+
+
+def measure(*args, **kwargs):
+    """:func:`reactccl.experiments.perf_real.measure` (real ranks; imports torch)."""
+    from .perf_real import measure as run
+    return run(*args, **kwargs)
 
 
 def format_table(rows: Sequence[PerfRow], header: str = "") -> str:
-    """The rows as nccl-tests prints them (in place), one block per algorithm, then the average busbw."""
-    out = []
-    if header:
-        out.append(f"# {header}")
-    algos = list(dict.fromkeys(r.algorithm for r in rows))
-    for algo in algos:
-        rs = [r for r in rows if r.algorithm == algo]
-        out += ["#", f"# algorithm: {algo} ({rs[0].collective}, {rs[0].ranks} ranks)",
-                "#" + " " * 62 + "in-place",
-                "#       size         count      type   redop    root     time   algbw   busbw #wrong",
-                "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)       "]
-        for r in rs:
-            wrong = "N/A" if r.wrong is None else str(r.wrong)
-            out.append(f"{r.size:12d}  {r.count:12d}  {r.type:>8s}  {r.redop:>6s}  {r.root:6d}  "
-                       f"{r.time_s * 1e6:7.2f}  {r.algbw / 1e9:6.2f}  {r.busbw / 1e9:6.2f}  {wrong:>5s}")
-        checked = [r.wrong for r in rs if r.wrong is not None]
-        if checked:
-            bad = sum(checked)
-            out.append(f"# Out of bounds values : {bad} {'OK' if bad == 0 else 'FAILED'}")
-        out.append(f"# Avg bus bandwidth    : {np.mean([r.busbw for r in rs]) / 1e9:.6g}")
-    return "\n".join(out) + "\n"
-
-
-def _binary(size: int) -> str:
-    """Bytes as nccl-tests users write them: 8 B, 4 KiB, 128 MiB (binary units, up to 3 digits)."""
-    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if size >= 1 << k:
-            return f"{size / (1 << k):.3g} {unit}"
-    return f"{size} B"
-
-
-def plot_busbw(rows: Sequence[PerfRow], path: str | Path, title: str = "") -> Path:
-    """busbw (GB/s) against message size (log scale), one line per algorithm; returns ``path``."""
-    import matplotlib  # noqa: PLC0415
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
-    for algo in dict.fromkeys(r.algorithm for r in rows):
-        rs = [r for r in rows if r.algorithm == algo]
-        ax.plot([r.size for r in rs], [r.busbw / 1e9 for r in rs], marker="o", markersize=3, label=algo)
-    ax.set_xscale("log", base=2)
-    sizes = sorted({r.size for r in rows})
-    ticks = sizes[::max(1, len(sizes) // 10)]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([_binary(s) for s in ticks], rotation=45, ha="right", fontsize=8)
-    ax.set_xlabel("message size")
-    ax.set_ylabel("busbw (GB/s)")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    """:func:`reactccl.experiments.perf_format.format_table`."""
+    from .perf_format import format_table as fmt
+    return fmt(rows, header)

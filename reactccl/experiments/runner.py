@@ -27,7 +27,7 @@ from ..trace import EpochTrace
 from ..traffic import Job
 from ..tuner import ReactController, ReactParams
 from .metrics import epoch_metrics, improvement
-from .scenario import Scenario, topology
+from .scenario import PAPER_OPTIONS, Scenario, topology
 
 __all__ = ["ENGINES", "make_network", "ArmRun", "ArmDriver", "run_arm", "run_scenario", "run_scenario_arm",
            "combine_arms"]
@@ -87,7 +87,7 @@ class ArmDriver(Drive):
                                     reference_placement=np.asarray(scenario.jobs[0].placement))
         controllers: list[Controller] = []
         for k, (job, on) in enumerate(zip(scenario.jobs, react, strict=True)):
-            pattern = generate(job.algorithm, job.ranks)
+            pattern = generate(job.algorithm, job.ranks, **PAPER_OPTIONS.get(job.algorithm, {}))
             if on:
                 controllers.append(ReactController(pattern, ReactParams(**{"seed": scenario.seed + k,
                                                                            **dict(params or {})})))

@@ -22,12 +22,17 @@ import numpy as np
 from ..topology import Topology, parse_topology
 from ..traffic import LongLived, RandomPairs, job_cables, resolve_background
 
-__all__ = ["JobSpec", "Scenario", "PAPER", "scenario_seed", "topology", "random_pairs_scenario",
+__all__ = ["JobSpec", "Scenario", "PAPER", "PAPER_OPTIONS", "scenario_seed", "topology", "random_pairs_scenario",
            "degraded_scenario", "shared_nodes_scenario", "network_sharing_scenario", "ARMS_SINGLE"]
 
 #: REACT §7.3 defaults.
 PAPER: dict[str, Any] = {"ranks": 8, "message_bytes": 20e6, "epochs": 100, "warmup": 25, "ecmp_ports": 4,
                          "rate": 100e9, "latency": 1e-6}
+
+#: Generator options of the paper's runs, given by name so a generator's default cannot change them: REACT
+#: runs NCCL's tree unpipelined, one slice per tree (``nccl-tree``'s default slices by NCCL's chunk rule
+#: where the message size is known).
+PAPER_OPTIONS: dict[str, dict[str, Any]] = {"nccl-tree": {"slices": 1}}
 
 #: Arms of a single-job scenario: name -> which jobs run REACT.
 ARMS_SINGLE: tuple[tuple[str, tuple[bool, ...]], ...] = (("baseline", (False,)), ("react", (True,)))

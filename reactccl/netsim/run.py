@@ -168,7 +168,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     else:
         if ranks is None:
             raise ValueError("ranks: required with an algorithm name")
-        pattern, name = generate(algorithm, int(ranks), **dict(options or {})), algorithm
+        pattern = generate(algorithm, int(ranks), size=parse_bytes(size, "size"), **dict(options or {}))
+        name = algorithm
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs: expected an integer >= 1, got {epochs!r}")
     message = parse_bytes(size, "size")

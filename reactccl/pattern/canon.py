@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import SIZE_TOL, CollectivePattern
+from .ir import CollectivePattern
 from .steps import normalize_steps
 
 __all__ = ["merge_chunks", "merge_flows", "split_runs", "renumber_graphs", "canonical"]
@@ -60,15 +60,14 @@ def merge_flows(p: CollectivePattern) -> CollectivePattern:
 
 def merge_chunks(p: CollectivePattern) -> CollectivePattern:
     """``p`` with each run of neighbouring chunks that are carried by exactly the same flows, lie
-    in one chunk graph and (AllGather/ReduceScatter) in one rank's block merged into one chunk."""
+    in one chunk graph and (AllGather/ReduceScatter/AllToAll) in one block merged into one chunk."""
     C, n = p.num_chunks, p.num_ranks
     order = np.lexsort((p.pair_flow, p.chunk_idx))
     ch_sorted = p.chunk_idx[order]
     fl_sorted = p.pair_flow[order]
     bounds = np.searchsorted(ch_sorted, np.arange(C + 1))
     members = [tuple(fl_sorted[bounds[c]:bounds[c + 1]].tolist()) for c in range(C)]
-    starts = (np.cumsum(p.chunk_size) - p.chunk_size) * n
-    block = np.floor(starts + SIZE_TOL).astype(np.int64)
+    block = p.chunk_block
     new_id = np.zeros(C, dtype=np.int64)
     for c in range(1, C):
         same = (members[c] == members[c - 1] and p.chunk_graph[c] == p.chunk_graph[c - 1]

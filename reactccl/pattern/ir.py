@@ -30,7 +30,14 @@ MAX_INDEX = (1 << 31) - 1
 MAX_DEGREE_BYTES = 1 << 30
 
 
-_ENDPOINT_FREE = ("pair_flow", "flow_fraction", "flow_graph")
+_ENDPOINT_FREE = ("pair_flow", "flow_fraction", "flow_graph", "chunk_block")
+
+
+def _block_tol(num_chunks: int, num_blocks: int) -> float:
+    """Tolerance, in blocks, of a chunk boundary computed by a cumulative sum of ``num_chunks``
+    fractions scaled by ``num_blocks``: :data:`SIZE_TOL` plus the sum's rounding (an AllToAll of 70
+    ranks in 9800 chunks is 1e-9 of a block off)."""
+    return SIZE_TOL + 4.0 * num_chunks * num_blocks * float(np.finfo(np.float64).eps)
 
 
 def _as_int_array(values, name: str) -> np.ndarray:
@@ -256,16 +263,27 @@ class CollectivePattern:
         return q
 
     def _check_blocks(self) -> None:
-        n = self.num_ranks
-        ends = np.cumsum(self.chunk_size) * n
-        starts = ends - self.chunk_size * n
-        blk = np.floor(starts + SIZE_TOL).astype(np.int64)
-        bad = np.flatnonzero(ends > blk + 1 + 1e-6)
+        B = self.collective.num_blocks(self.num_ranks)
+        ends = np.cumsum(self.chunk_size) * B
+        starts = ends - self.chunk_size * B
+        tol = _block_tol(len(self.chunk_size), B)
+        blk = np.floor(starts + tol).astype(np.int64)
+        bad = np.flatnonzero(ends > blk + 1 + max(1e-6, tol))
         if bad.size:
             c = int(bad[0])
+            what = "one rank's block" if B == self.num_ranks else "one (source, destination) block"
             raise PatternError(
-                f"chunks[{c}]: for {self.collective.value} every chunk must lie inside one rank's block "
-                f"(block = 1/{n} of the message); chunk {c} spans [{starts[c] / n:.6g}, {ends[c] / n:.6g})")
+                f"chunks[{c}]: for {self.collective.value} every chunk must lie inside {what} "
+                f"(block = 1/{B} of the message); chunk {c} spans [{starts[c] / B:.6g}, {ends[c] / B:.6g})")
+
+    @cached_property
+    def chunk_block(self) -> np.ndarray:
+        """Block of each chunk, shape ``(C,)``: rank ``r``'s block for AllGather/ReduceScatter,
+        ``s*N + d`` (data from rank s to rank d) for AllToAll, 0 otherwise
+        (:meth:`Collective.num_blocks`; chunks lie in the message in id order)."""
+        B = self.collective.num_blocks(self.num_ranks)
+        mid = (np.cumsum(self.chunk_size) - self.chunk_size / 2) * B    # a chunk's middle: far from its block's ends
+        return np.clip(np.floor(mid).astype(np.int64), 0, B - 1)
 
     # --------------------------------------------------------------- accessors
     @property
@@ -317,8 +335,10 @@ class CollectivePattern:
         return self.chunk_graph[self.chunk_idx[self.chunk_ptr[:-1]]]
 
     def flow_bytes(self, message_bytes: float) -> np.ndarray:
-        """Bytes each flow carries for a message of ``message_bytes``, shape ``(F,)``."""
-        return self.flow_fraction * float(message_bytes)
+        """Bytes each flow carries for a message of ``message_bytes`` (nccl-tests' size S),
+        shape ``(F,)``: its fraction x S, times N for AllToAll, whose chunks are fractions of
+        all N ranks' buffers (:meth:`Collective.message_scale`)."""
+        return self.flow_fraction * (float(message_bytes) * self.collective.message_scale(self.num_ranks))
 
     def chunk_graphs(self) -> dict[int, np.ndarray]:
         """Chunk ids of each chunk graph: ``{graph id: sorted chunk ids}``."""

@@ -80,11 +80,16 @@ def to_msccl_xml(pattern: CollectivePattern, name: str | None = None, proto: str
         The XML text (pretty-printed, UTF-8 declaration-free, as msccl-tools writes it).
 
     Raises:
-        MscclError: chunk sizes that fit no grid of at most 65536 cells; ``max_channels`` < 1.
+        MscclError: chunk sizes that fit no grid of at most 65536 cells; ``max_channels`` < 1; an AllToAll
+            (not exported yet).
     """
     if isinstance(max_channels, bool) or not isinstance(max_channels, (int, np.integer)) or max_channels < 1:
         raise MscclError(f"max_channels: expected an integer >= 1, got {max_channels!r}")
     p = pattern
+    if p.collective not in COLL_TO_MSCCL:
+        raise MscclError(f"{p.collective.value}: no MSCCL XML export yet (msccl-tools' alltoall keeps a rank's "
+                         f"input and output in separate buffers and relays in scratch; this exporter maps the IR's "
+                         f"positions to one buffer); save the pattern as JSON instead")
     K, cell_off, cell_cnt = chunk_grid(p.chunk_size, p.num_ranks, p.collective.is_blocked)
     u = _Units(p, max_channels)
     fused, recv_bind, send_bind = _fuse(u)

@@ -29,6 +29,15 @@ class Collective(str, Enum):
     For ``ALLGATHER`` and ``REDUCESCATTER`` the message is the N blocks together
     (nccl-tests' size): block ``r`` of the message is rank ``r``'s input
     (AllGather) or output (ReduceScatter).
+
+    ``ALLTOALL`` (nccl-tests' size S is one rank's buffer: N blocks of S/N, block j for
+    rank j): the pattern's message is the N x N matrix of all ranks' blocks together,
+    N*S bytes, cut into N*N blocks of 1/N^2 of it in row-major order, so block
+    ``b = s*N + d`` (``[b/N^2, (b+1)/N^2)`` of the message) is the data rank ``s`` sends
+    to rank ``d``: rank s's input block d and rank d's output block s (MPI_Alltoall,
+    ``dist.all_to_all_single``). Row s (``[s/N, (s+1)/N)``) is rank s's input, column d
+    its output. A chunk of size f therefore carries ``f * N * S`` bytes
+    (:meth:`message_scale`).
     """
 
     ALLREDUCE = "allreduce"
@@ -36,6 +45,7 @@ class Collective(str, Enum):
     REDUCESCATTER = "reducescatter"
     BROADCAST = "broadcast"
     REDUCE = "reduce"
+    ALLTOALL = "alltoall"
 
     @property
     def needs_root(self) -> bool:
@@ -45,7 +55,23 @@ class Collective(str, Enum):
     @property
     def is_blocked(self) -> bool:
         """True when the message is split in one block per rank (AllGather, ReduceScatter)."""
-        return self in (Collective.ALLGATHER, Collective.REDUCESCATTER)
+        return self in (Collective.ALLGATHER, Collective.REDUCESCATTER, Collective.ALLTOALL)
+
+    @property
+    def reduces(self) -> bool:
+        """True when the collective adds contributions (AllReduce, ReduceScatter, Reduce)."""
+        return self in (Collective.ALLREDUCE, Collective.REDUCESCATTER, Collective.REDUCE)
+
+    def num_blocks(self, num_ranks: int) -> int:
+        """Blocks the message is cut in: N (AllGather, ReduceScatter), N*N (AllToAll), else 1.
+        Every chunk of a blocked collective lies inside one block."""
+        n = int(num_ranks)
+        return n * n if self is Collective.ALLTOALL else n if self.is_blocked else 1
+
+    def message_scale(self, num_ranks: int) -> int:
+        """Bytes of the pattern's message per byte of nccl-tests' size S: N for AllToAll (the
+        message is all N ranks' buffers), else 1. Flow bytes = chunk fractions x S x this."""
+        return int(num_ranks) if self is Collective.ALLTOALL else 1
 
 
 class Op(str, Enum):

@@ -9,7 +9,8 @@ Semantics (the schema's; the runtime executes the same):
   ========================  ===============================================
   allreduce, reduce,        every rank holds its own input at every chunk
   reducescatter
-  allgather                 rank r holds its input at the chunks of block r
+  allgather, alltoall       rank r holds its input at the chunks of block r
+                            (alltoall: of row r, the N blocks r*N..r*N+N-1)
                             only (``chunk_owner``); undefined elsewhere
   broadcast                 the root holds its input at every chunk; every
                             other rank is undefined everywhere
@@ -24,7 +25,9 @@ Semantics (the schema's; the runtime executes the same):
 * At the end every defined output position must hold each required
   contribution exactly once and nothing else: all ranks' at every (rank, chunk)
   for allreduce, at the owner's block for reducescatter, at the root for reduce;
-  the owner's (allgather) or root's (broadcast) data at every (rank, chunk).
+  the owner's (allgather) or root's (broadcast) data at every (rank, chunk); for
+  alltoall rank s's data and nothing else at rank d's chunks of block s*N + d
+  (``chunk_dest``: every (source, destination) block checked at its destination only).
 
 Each (rank, chunk) keeps, per contributor, a count saturated at 2 (exact for
 this decision: a count never shrinks except by a copy that replaces it), in two
@@ -50,7 +53,7 @@ from .types import Collective, PatternError
 from .verify_fast import accepts
 from .verify_steps import StepError, apply_step
 
-__all__ = ["verify", "verify_bytes", "VerificationError", "VerifyResult", "chunk_owner"]
+__all__ = ["verify", "verify_bytes", "VerificationError", "VerifyResult", "chunk_owner", "chunk_dest"]
 
 DEFAULT_MAX_BYTES = 4 << 30
 
@@ -87,8 +90,30 @@ def chunk_owner(pattern: CollectivePattern) -> np.ndarray:
     """The rank whose block holds each chunk (AllGather input / ReduceScatter
     output), shape ``(C,)``; chunks lie in the message in id order."""
     n = pattern.num_ranks
+    if pattern.collective is Collective.ALLTOALL:     # block s*N + d: row s
+        return pattern.chunk_block // n
     starts = (np.cumsum(pattern.chunk_size) - pattern.chunk_size) * n
     return np.minimum(np.floor(starts + SIZE_TOL).astype(np.int64), n - 1)
+
+
+def chunk_dest(pattern: CollectivePattern) -> np.ndarray:
+    """The rank whose output each chunk belongs to, shape ``(C,)``: block ``s*N + d``'s ``d``
+    for AllToAll, the owner (:func:`chunk_owner`) for the other collectives."""
+    if pattern.collective is Collective.ALLTOALL:
+        return pattern.chunk_block % pattern.num_ranks
+    return chunk_owner(pattern)
+
+
+def _final_keys(p, owner: np.ndarray) -> np.ndarray | None:
+    """``rank * C + chunk`` of the output positions the final check reads; None for all of them."""
+    C = p.num_chunks
+    if p.collective is Collective.REDUCESCATTER:
+        return owner * C + np.arange(C)
+    if p.collective is Collective.ALLTOALL:
+        return chunk_dest(p) * C + np.arange(C)
+    if p.collective is Collective.REDUCE:
+        return p.root * C + np.arange(C)
+    return None
 
 
 # Work-space constants of verify_bytes, measured with tracemalloc (tests/test_verify_limits.py):
@@ -107,7 +132,7 @@ def verify_bytes(num_ranks: int, num_chunks: int, num_pairs: int = 0, widest_ste
         num_pairs: (flow, chunk) pairs of the whole pattern.
         widest_step: pairs in the step with the most.
         collective: when given, the final check counts only its output positions
-            (C of them for reducescatter and reduce, else N*C).
+            (C of them for reducescatter, reduce and alltoall, else N*C).
 
     Returns:
         ``2*N*C*W*8`` (the two bit-planes, W = ceil(N/64) words a row) ``+ 16*N*C``
@@ -121,8 +146,8 @@ def verify_bytes(num_ranks: int, num_chunks: int, num_pairs: int = 0, widest_ste
     W = (N + 63) // 64
     state = 2 * N * C * W * 8 + 16 * N * C
     step = int(widest_step) * (STEP_ROWS_PER_PAIR * W * 8 + 96)
-    outputs = C if collective is not None and Collective(collective) in (Collective.REDUCESCATTER,
-                                                                          Collective.REDUCE) else N * C
+    outputs = C if collective is not None and Collective(collective) in (Collective.REDUCESCATTER, Collective.REDUCE,
+                                                                          Collective.ALLTOALL) else N * C
     rows = min(outputs, max(1, FINAL_BLOCK_BYTES // (W * 8)))
     final = rows * (3 * W * 8 + 64)
     return state + 48 * int(num_pairs) + max(step, final) + 64 * C + (1 << 20)
@@ -188,7 +213,7 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
     state = np.zeros((N * C, 2, W), dtype=np.uint64)   # both planes of a position in one row
     ge1, ge2 = state[:, 0], state[:, 1]
     coll = p.collective
-    if coll is Collective.ALLGATHER:
+    if coll in (Collective.ALLGATHER, Collective.ALLTOALL):
         ge1[owner * C + np.arange(C), owner // 64] = np.uint64(1) << (owner % 64).astype(np.uint64)
     elif coll is Collective.BROADCAST:
         ge1[p.root * C:(p.root + 1) * C, p.root // 64] = np.uint64(1) << np.uint64(p.root % 64)
@@ -228,13 +253,17 @@ def _bits(row: np.ndarray, n: int) -> list[int]:
     return np.flatnonzero(bits).tolist()
 
 
+# collectives whose output is one rank's data (not a sum of every rank's)
+_OWNED = (Collective.ALLGATHER, Collective.BROADCAST, Collective.ALLTOALL)
+
+
 def _expected_rows(p, owner, keys: np.ndarray, W: int) -> np.ndarray | None:
     """The required ``ge1`` rows at ``keys``: None for "every rank" (reductions), else one bit each."""
     coll = p.collective
-    if coll not in (Collective.ALLGATHER, Collective.BROADCAST):
+    if coll not in _OWNED:
         return None
     C = p.num_chunks
-    r = owner[keys % C] if coll is Collective.ALLGATHER else np.full(len(keys), p.root)
+    r = np.full(len(keys), p.root) if coll is Collective.BROADCAST else owner[keys % C]
     out = np.zeros((len(keys), W), dtype=np.uint64)
     out[np.arange(len(keys)), r // 64] = np.uint64(1) << (r % 64).astype(np.uint64)
     return out
@@ -247,12 +276,7 @@ def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin, chunks=None)
     full = np.full(W, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
     if N % 64:
         full[-1] = (np.uint64(1) << np.uint64(N % 64)) - np.uint64(1)
-    if coll is Collective.REDUCESCATTER:
-        keys = owner * C + np.arange(C)
-    elif coll is Collective.REDUCE:
-        keys = p.root * C + np.arange(C)
-    else:
-        keys = None   # every (rank, chunk)
+    keys = _final_keys(p, owner)   # None: every (rank, chunk)
     if chunks is not None:      # only the positions of these chunks
         keys = (np.arange(N)[:, None] * C + chunks[None, :]).reshape(-1) if keys is None \
             else keys[np.bincount(chunks, minlength=C)[keys % C] > 0]
@@ -274,8 +298,7 @@ def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin, chunks=None)
     key = first_bad
     rank, chunk = key // C, key % C
     g1, g2 = ge1[key], ge2[key]
-    exp = full if coll not in (Collective.ALLGATHER, Collective.BROADCAST) else \
-        _expected_rows(p, owner, np.array([key]), W)[0]
+    exp = full if coll not in _OWNED else _expected_rows(p, owner, np.array([key]), W)[0]
     dup = _bits(g2, N)
     missing = _bits(exp & ~g1, N)
     extra = _bits(g1 & ~exp, N)
@@ -289,7 +312,7 @@ def _check_final(p, owner, ge1, ge2, last_write, first_dup, origin, chunks=None)
                       f"reduced chunk {okey % C} into rank {okey // C}, which already held part of it")
     elif missing:
         t = int(last_write[key]) if last_write[key] >= 0 else None
-        what = "data" if coll in (Collective.ALLGATHER, Collective.BROADCAST) else "contribution"
+        what = "data" if coll in _OWNED else "contribution"
         why = f"{what} of rank{'s' if len(missing) > 1 else ''} {_short(missing)} missing"
         where = f"last written at step {t}" if t is not None else "never received anything"
     else:

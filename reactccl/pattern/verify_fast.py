@@ -23,13 +23,13 @@ __all__ = ["accepts", "MAX_RANKS"]
 
 MAX_RANKS = 64
 _REDUCTION, _ALLGATHER, _BROADCAST = 0, 1, 2          # initial state
-_ALL, _OWNER, _ROOT = 0, 1, 2                         # final positions checked
+_ALL, _OWNER, _ROOT, _DEST = 0, 1, 2, 3              # final positions checked (_DEST: rank dest[c] only)
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
 
 
 @njit(cache=True)
-def _accepts(N, C, init, final, root, owner, pf, pc, step, src, dst, op, want):
+def _accepts(N, C, init, final, root, owner, dest, pf, pc, step, src, dst, op, want):
     one = np.uint64(1)
     zero = np.uint64(0)
     for f in range(len(src)):                 # out of range: not ours to judge (the reference names it)
@@ -108,7 +108,7 @@ def _accepts(N, C, init, final, root, owner, pf, pc, step, src, dst, op, want):
         if not want[c]:
             continue
         for r in range(N):
-            if (final == 1 and r != owner[c]) or (final == 2 and r != root):
+            if (final == 1 and r != owner[c]) or (final == 2 and r != root) or (final == 3 and r != dest[c]):
                 continue
             k = r * C + c
             if init == 1:
@@ -125,14 +125,18 @@ def _accepts(N, C, init, final, root, owner, pf, pc, step, src, dst, op, want):
 def accepts(pattern, owner: np.ndarray, want: np.ndarray) -> bool | None:
     """Whether ``pattern`` verifies on the chunks where ``want`` (bool, shape ``(C,)``) is True,
     with ``owner = chunk_owner(pattern)``; None when the pattern has more than
-    :data:`MAX_RANKS` ranks (the reference runs alone). No error is raised here."""
+    :data:`MAX_RANKS` ranks (the reference runs alone). No error is raised here.
+    AllToAll starts as AllGather (rank r holds row r) and checks each chunk at its
+    destination (``chunk_dest``) only."""
     p = pattern
     N, C = p.num_ranks, p.num_chunks
     if N > MAX_RANKS or C == 0:
         return None
     coll = p.collective
-    init = {Collective.ALLGATHER: _ALLGATHER, Collective.BROADCAST: _BROADCAST}.get(coll, _REDUCTION)
-    final = {Collective.REDUCESCATTER: _OWNER, Collective.REDUCE: _ROOT}.get(coll, _ALL)
+    init = {Collective.ALLGATHER: _ALLGATHER, Collective.ALLTOALL: _ALLGATHER,
+            Collective.BROADCAST: _BROADCAST}.get(coll, _REDUCTION)
+    final = {Collective.REDUCESCATTER: _OWNER, Collective.REDUCE: _ROOT, Collective.ALLTOALL: _DEST}.get(coll, _ALL)
     root = int(p.root) if p.root is not None else 0
-    a = [np.asarray(x, np.int64) for x in (owner, p.pair_flow, p.chunk_idx, p.step, p.src, p.dst, p.op)]
+    dest = p.chunk_block % N if coll is Collective.ALLTOALL else owner
+    a = [np.asarray(x, np.int64) for x in (owner, dest, p.pair_flow, p.chunk_idx, p.step, p.src, p.dst, p.op)]
     return bool(_accepts(N, C, init, final, root, *a, want))

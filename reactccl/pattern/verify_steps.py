@@ -95,8 +95,8 @@ def apply_step(p, t: int, f: np.ndarray, ch: np.ndarray, state: np.ndarray,
         _apply_small(p, t, f, ch, state[:, 0], state[:, 1], last_write, first_dup, origin)
         return
     C = p.num_chunks
-    # only allgather and broadcast start with undefined values; the others never hold one
-    undefined_possible = p.collective.value in ("allgather", "broadcast")
+    # only allgather, broadcast and alltoall start with undefined values; the others never hold one
+    undefined_possible = p.collective.value in ("allgather", "broadcast", "alltoall")
     tgt = p.dst[f] * C + ch
     o = np.argsort(tgt, kind="stable")      # pairs grouped by target, given order inside a group
     tgt_s = tgt[o]

@@ -14,6 +14,10 @@ and the element count):
   first ``N - n % N`` blocks are one element shorter when ``n`` does not divide),
   and the chunks inside a block split it by the same rounding, relative to
   the block. So chunk boundaries never cross a block boundary.
+* AllToAll: the same with the N*N blocks of the pattern's message, the flat N x N
+  matrix buffer of ``n = N * m`` elements (:mod:`reactccl.runtime.alltoall`): block
+  ``s*N + d`` covers ``[(s*N + d)*n//N^2, (s*N + d + 1)*n//N^2)``, which is
+  ``s*m + [d*m//N, (d+1)*m//N)``: rank s's input block d in row s.
 
 A chunk may get 0 elements (1 element over 3 chunks); flows then carry only
 their non-empty chunks, and a flow with none is not sent at all.
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..pattern import CollectivePattern, chunk_owner
+from ..pattern import CollectivePattern
 
 __all__ = ["chunk_bounds", "block_bounds", "LocalOp", "LocalPlan", "local_plan", "SEND", "RECV"]
 
@@ -47,7 +51,7 @@ def _split(lo: int, hi: int, fractions: np.ndarray) -> np.ndarray:
 
 def block_bounds(num_ranks: int, numel: int) -> np.ndarray:
     """Block boundaries of AllGather/ReduceScatter, shape ``(N+1,)``: block ``r``
-    is ``[b[r], b[r+1])`` = ``[r*n//N, (r+1)*n//N)``."""
+    is ``[b[r], b[r+1])`` = ``[r*n//N, (r+1)*n//N)``. (AllToAll's N*N blocks: pass N*N.)"""
     if numel < 0:
         raise ValueError(f"numel: must be >= 0, got {numel}")
     return (np.arange(num_ranks + 1, dtype=np.int64) * int(numel)) // int(num_ranks)
@@ -68,8 +72,8 @@ def chunk_bounds(pattern: CollectivePattern, numel: int) -> np.ndarray:
     sizes = pattern.chunk_size
     if not pattern.collective.is_blocked:
         return _split(0, numel, sizes)
-    owner = chunk_owner(pattern)
-    blocks = block_bounds(pattern.num_ranks, numel)
+    owner = pattern.chunk_block         # rank r's block, or block s*N + d of an AllToAll
+    blocks = block_bounds(pattern.collective.num_blocks(pattern.num_ranks), numel)
     out = np.zeros(pattern.num_chunks + 1, dtype=np.int64)
     for r in np.unique(owner):
         ids = np.flatnonzero(owner == r)  # consecutive, since chunks lie in id order

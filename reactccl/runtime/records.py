@@ -39,7 +39,8 @@ class LocalRecord:
             start times, ``sent_bytes`` their sizes in bytes.
         recv: flow ids this rank received, shape ``(r,)``; ``recv_end`` the
             times their data was available here.
-        message_bytes: the whole message in bytes.
+        message_bytes: the buffer the rank ran on, in bytes (the whole message; for AllToAll
+            the N x N matrix buffer, N times nccl-tests' size).
         digest: the pattern's digest (see ``RCollective``), to check that all
             records of one call ran the same pattern.
     """
@@ -113,7 +114,9 @@ def assemble_trace(pattern: CollectivePattern, records: list[LocalRecord]) -> Ep
     end = np.maximum(end, start)
     duration = max(r.exit + r.clock_offset for r in records) - t0
     rec = records[0]
-    return EpochTrace(rec.epoch, p, float(rec.message_bytes), start, end, nbytes, float(duration),
+    # a record holds the buffer a rank ran on: for AllToAll the N x N matrix, N x nccl-tests' size
+    size = float(rec.message_bytes) / p.collective.message_scale(p.num_ranks)
+    return EpochTrace(rec.epoch, p, size, start, end, nbytes, float(duration),
                       meta={"executor": "rcollective", "enter": enter})
 
 

@@ -41,7 +41,7 @@ __all__ = ["CandidateScorer", "SCORED", "PATTERN_PATH", "REJECT", "MOVE_BLOCK"]
 # numba checks a cache entry against its own source file only, and _score_kernel has the kernels of
 # these files compiled in: their hashes are pinned (tests/test_tuner_kernels.py checks the pins), so
 # an edit there is an edit here; while a pin is off, the kernel is compiled afresh in each process
-PINNED = {"pattern/verify_fast.py": "998093800d5d8183", "pattern/deps.py": "6b58cb19f2a0a484",
+PINNED = {"pattern/verify_fast.py": "63137b0e38ac7ec7", "pattern/deps.py": "6b58cb19f2a0a484",
           "tuner/fluid.py": "03480213e0cf1049", "tuner/kernels.py": "3313bfffb7de3840"}
 _CACHE = pins_hold(Path(__file__).parent.parent, PINNED)
 
@@ -92,7 +92,7 @@ def _score_kernel(src, dst, check, dep_ptr, dep_idx, have_deps, N, C, owner, pf,
             return _PATTERN_PATH, 0.0, 0.0
     if G > 128:
         return _PATTERN_PATH, 0.0, 0.0
-    if check and not _accepts(N, C, 0, 0, 0, owner, pf, ch, step, src, dst, op, want):
+    if check and not _accepts(N, C, 0, 0, 0, owner, owner, pf, ch, step, src, dst, op, want):
         return _REJECT, 0.0, 0.0
     if have_deps:
         ptr, idx = dep_ptr, dep_idx

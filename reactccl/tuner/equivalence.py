@@ -26,7 +26,7 @@ linear algebra on contribution counts, per chunk of ``g``:
 - ``β = 0``: valid iff ``q = 0`` or ``α = 0``; ``q = 0``: valid iff ``r = 0`` (both by equal-row
   class ids, O(1) per candidate); otherwise ``q αᵀ = -r βᵀ`` is tested exactly in integers after a
   random projection ``wᵀ(q αᵀ + r βᵀ)h = 0`` that never rejects a valid swap.
-- AllGather and Broadcast ranks can hold nothing, and ``verify`` also rejects sending a chunk one
+- AllGather, Broadcast and AllToAll ranks can hold nothing, and ``verify`` also rejects sending a chunk one
   does not hold: there the survivors are confirmed with :func:`verify`.
 """
 
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..pattern import Collective, CollectivePattern, PatternError, chunk_owner, verify
+from ..pattern import Collective, CollectivePattern, PatternError, chunk_dest, chunk_owner, verify
 
 __all__ = ["SwapSet", "window_mask", "apply_window_swap", "candidate_windows", "find_viable_swaps",
            "brute_force_viable_swaps"]
@@ -165,7 +165,7 @@ def candidate_windows(pattern: CollectivePattern, graphs=None) -> SwapSet:
 def _initial_counts(p: CollectivePattern, c: int) -> np.ndarray:
     N = p.num_ranks
     S0 = np.zeros((N, N), dtype=np.int64)
-    if p.collective is Collective.ALLGATHER:
+    if p.collective in (Collective.ALLGATHER, Collective.ALLTOALL):
         o = int(chunk_owner(p)[c])
         S0[o, o] = 1
     elif p.collective is Collective.BROADCAST:
@@ -177,9 +177,11 @@ def _initial_counts(p: CollectivePattern, c: int) -> np.ndarray:
 
 def _checked_ranks(p: CollectivePattern, c: int) -> np.ndarray:
     """Ranks whose final state of chunk ``c`` the collective constrains (ReduceScatter: the
-    block's owner; Reduce: the root; otherwise every rank)."""
+    block's owner; AllToAll: the block's destination; Reduce: the root; otherwise every rank)."""
     if p.collective is Collective.REDUCESCATTER:
         return chunk_owner(p)[c:c + 1]
+    if p.collective is Collective.ALLTOALL:
+        return chunk_dest(p)[c:c + 1]
     if p.collective is Collective.REDUCE:
         return np.array([p.root])
     return np.arange(p.num_ranks)
@@ -307,7 +309,7 @@ def find_viable_swaps(pattern: CollectivePattern, graphs=None, seed: int = 0, ch
             ok[live] = _chunk_valid(pattern, int(c), sub.take(live), rng)
         alive[rows] = ok
     out = cand.take(alive)
-    if pattern.collective in (Collective.ALLGATHER, Collective.BROADCAST):
+    if pattern.collective in (Collective.ALLGATHER, Collective.BROADCAST, Collective.ALLTOALL):
         out = out.take(_verified(pattern, out))
     return out
 

@@ -89,7 +89,8 @@ class Placement:
     Attributes:
         original: the pattern whose flows are the positions.
         src, dst: rank at the sending/receiving end of each position, shape ``(F,)``.
-        kappa: rank holding position ``o``'s input block (AllGather/ReduceScatter) or the root
+        kappa: rank holding position ``o``'s input block (AllGather/ReduceScatter/AllToAll; an
+            AllToAll block (s, d) belongs to ranks ``(kappa[s], kappa[d])``) or the root
             (Broadcast/Reduce), moved by ① only, shape ``(N,)``.
 
     Raises:
@@ -107,15 +108,17 @@ class Placement:
 
     @cached_property
     def _blocks(self) -> np.ndarray | None:
-        """Chunk ids of each block, shape ``(N, k)``, or None when blocks differ in layout."""
+        """Chunk ids of each block, shape ``(B, k)`` (B = N, or N*N for AllToAll, whose block
+        ``s*N + d`` is rank s's data for rank d), or None when blocks differ in layout."""
         p = self.original
         if not p.collective.is_blocked:
             return None
-        own = chunk_owner(p)
-        cnt = np.bincount(own, minlength=p.num_ranks)
+        own = p.chunk_block
+        B = p.collective.num_blocks(p.num_ranks)
+        cnt = np.bincount(own, minlength=B)
         if np.any(cnt != cnt[0]):
             return None
-        blocks = np.argsort(own, kind="stable").reshape(p.num_ranks, cnt[0])
+        blocks = np.argsort(own, kind="stable").reshape(B, cnt[0])
         if not np.allclose(p.chunk_size[blocks], p.chunk_size[blocks[0]][None, :]):
             return None
         return blocks
@@ -195,8 +198,12 @@ class Placement:
         fields: dict[str, Any] = {"src": self.src, "dst": self.dst}
         if p.collective.is_blocked and self._blocks is not None and np.any(self.kappa != np.arange(p.num_ranks)):
             blocks = self._blocks
+            k = self.kappa
+            # block r moves to rank kappa[r]'s; an AllToAll block (s, d) to (kappa[s], kappa[d])
+            moved = (k[:, None] * p.num_ranks + k[None, :]).reshape(-1) \
+                if p.collective is Collective.ALLTOALL else k
             cmap = np.empty(p.num_chunks, dtype=np.int64)
-            cmap[blocks.reshape(-1)] = blocks[self.kappa].reshape(-1)
+            cmap[blocks.reshape(-1)] = blocks[moved].reshape(-1)
             fields["chunk_idx"] = cmap[p.chunk_idx]
         if p.collective.needs_root:
             fields["root"] = int(self.kappa[p.root])
