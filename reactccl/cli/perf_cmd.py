@@ -18,6 +18,7 @@ from ..experiments.perf import (DTYPES, REAL_DTYPES, check_dtype, dist_sweep, fo
                                 plot_busbw, sim_sweep)
 from ..packetsim.native import INSTALL_HINT
 from ..pattern import PatternError
+from .bounds import MAX_ECMP_PORTS, MAX_ITERS, bound_counts
 from .errors import report
 from ._common import check_outputs, deprecated_alias
 from .pattern_cmd import parse_options
@@ -86,6 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="real ranks: seconds any wait may take (default 60)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON document")
     p.add_argument("--plot", metavar="PNG", help="write busbw against size, one line per algorithm")
+    bound_counts(p, {"-n": MAX_ITERS, "-w": MAX_ITERS, "--ecmp-ports": MAX_ECMP_PORTS})
     p.set_defaults(func=run)
 
 

@@ -25,10 +25,12 @@ from ..netsim import BackgroundError, SimulationError, SimulationResult, run_sim
 from ..packetsim.native import PacketSimError, PacketSimUnavailable
 from ..pattern import CollectivePattern, PatternError
 from ..topology import TopologyError, UnitError, parse_topology
+from ..topology.graph import MAX_LINKS
 from ..experiments.metrics import default_warmup
 from ..topology.units import parse_bytes
 from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
+from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_LIST, MAX_REPLICAS, bound_counts
 from .errors import report
 from ._common import check_outputs, deprecated_alias
 from .pattern_cmd import parse_options
@@ -298,7 +300,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "fabrics of SP-allreduce (fixed geometry routes, hosts n0.. row-major, links 400G and "
                         "400ns per hop unless given): torus:AxB[xC] (sides >= 3), hyperx:NxN, "
                         "spineleaf:LEAVESxQ; dragonfly:a=4,p=2,h=2 (minimal local-global-local routes, 100G, 1us); "
-                        "add ,rate=100G,latency=1us to any (default fat-tree:k=4)")
+                        "add ,rate=100G,latency=1us to any (default fat-tree:k=4) "
+                        f"[at most {MAX_LINKS} directed links]")
     p.add_argument("--size", "-s", default="20MB", help="message size, e.g. 20MB (decimal) or 64MiB (default 20MB)")
     p.add_argument("--epochs", "-e", type=int, default=100, help="epochs to simulate (default 100)")
     p.add_argument("--background", "-b", action="append", metavar="SPEC",
@@ -357,6 +360,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "results are not bit-identical to W=1 (default 1; see reactccl.packetsim.replicas)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     add_file_options(p)
+    bound_counts(p, {"--epochs": MAX_EPOCHS, "--ecmp-ports": MAX_ECMP_PORTS, "--slowest": MAX_LIST,
+                     "--warmup": MAX_EPOCHS, "--replicas": MAX_REPLICAS})
     p.set_defaults(func=_cmd_simulate)
 
 
