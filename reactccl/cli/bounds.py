@@ -87,9 +87,10 @@ def bound_counts(parser: argparse.ArgumentParser, bounds: dict[str, int]) -> Non
         ValueError: a flag that is not an option of ``parser`` (a programming error).
     """
     for flag, hi in bounds.items():
-        action = parser._option_string_actions.get(flag)  # argparse has no public lookup
-        if action is None:
+        found = parser._option_string_actions.get(flag)  # argparse has no public lookup
+        if found is None:
             raise ValueError(f"bound_counts: {flag!r} is not an option of {parser.prog!r}")
+        action: argparse.Action = found
         action.type = bounded_int(hi)
         for other in parser._actions:
             if getattr(other, "target", None) is action:

@@ -212,9 +212,9 @@ def gather_json(obj, dst: int, group=None, max_bytes: int = MAX_MESSAGE_BYTES,
         dist.gather(frame, None, dst=dst, group=group)
         if mine_bad is not None:
             raise mine_bad
-        rest = _rest(data, frame_bytes, device)
-        if rest is not None:
-            dist.send(rest, dst, group=group, tag=_TAG)
+        tail = _rest(data, frame_bytes, device)
+        if tail is not None:
+            dist.send(tail, dst, group=group, tag=_TAG)
         return None
     frames = [torch.zeros(frame_bytes, dtype=torch.uint8, device=device) for _ in range(dist.get_world_size(group))]
     dist.gather(frame, frames, dst=dst, group=group)
