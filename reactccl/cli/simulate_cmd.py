@@ -32,7 +32,7 @@ from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
 from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_LIST, MAX_REPLICAS, bound_counts
 from .errors import report
-from ._common import check_outputs, deprecated_alias
+from ._common import check_not_input, check_outputs, deprecated_alias
 from .pattern_cmd import parse_options
 from .simulate_files import add_file_options, load_pattern_arg, write_outputs
 
@@ -238,6 +238,8 @@ def _check_args(args) -> None:
     if replicas is not None and (replicas < 1 or getattr(args, "engine", "fluid") != "packet"):
         raise ValueError(f"--replicas: an integer >= 1, only used with --engine packet (got {args.replicas})")
     check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline)
+    check_not_input({"--pattern": getattr(args, "pattern", None)}, save_pattern=args.save_pattern, plot=args.plot,
+                    timeline=args.timeline)
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
         args.warmup = default_warmup(args.epochs)
     elif args.react and not 0 <= args.warmup < args.epochs:
