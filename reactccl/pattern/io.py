@@ -260,8 +260,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object's dict, refusing a key given twice (``json`` would keep the last silently)."""
     d = dict(pairs)
     if len(d) != len(pairs):
-        seen: set[str] = set()
-        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        counts: dict[str, int] = {}
+        for k, _ in pairs:
+            counts[k] = counts.get(k, 0) + 1
+        dup = next(k for k, c in counts.items() if c > 1)
         raise PatternError(f"key {_short(dup)} given twice in one object (keys: "
                            f"{excerpt(', '.join(k for k, _ in pairs), quote=False)})")
     return d
