@@ -143,3 +143,23 @@ def test_collectives_known_to_the_bounds():
     # every collective the importer reads has a cell count in the estimate
     for coll in MSCCL_TO_COLL.values():
         assert import_bytes(4, 8, coll) > 0
+
+
+def _child_react_allreduce_reads_the_bounded_loader(rank, world, path):
+    from reactccl.torch import ReactAllReduce
+    t = time.perf_counter()
+    try:
+        ReactAllReduce(pattern=path, react=False)
+        return ("no error", 0.0)
+    except MscclError as e:
+        return (str(e), time.perf_counter() - t)
+
+
+@pytest.mark.torch
+def test_react_allreduce_refuses_the_78_byte_program_at_once(tmp_path):
+    pytest.importorskip("torch")
+    from reactccl.runtime.local import run_local
+    f = tmp_path / "tiny.xml"
+    f.write_text(TINY)
+    for msg, took in run_local(_child_react_allreduce_reads_the_bounded_loader, 2, str(f), timeout=120):
+        assert "nchunksperloop 1000000000 is above 65536" in msg and took < 1, (msg, took)

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .canon import merge_chunks, merge_flows
+from .io import read_bounded
 from .ir import CollectivePattern
 from .msccl_bounds import check_import_size, check_race_work, xml_int
 from .msccl_common import MSCCL_TO_COLL, RECVS, REDUCES, SENDS, STEP_TYPES, MscclError, MscclVerificationError
@@ -541,5 +542,16 @@ def _build(coll, n, K, root, records, name):
 
 
 def load_msccl_xml(path: str | Path) -> CollectivePattern:
-    """:func:`from_msccl_xml` of a file (the pattern is named after the file)."""
-    return from_msccl_xml(Path(path).read_text(), name=Path(path).stem)
+    """:func:`from_msccl_xml` of a file (the pattern is named after the file), read as every
+    pattern file is: a regular file of at most ``MAX_FILE_BYTES`` (:func:`reactccl.pattern.io.read_bounded`).
+
+    Raises:
+        MscclError: as :func:`from_msccl_xml`, or bytes that are not UTF-8.
+        PatternError: not a regular file, or too large.
+    """
+    data = read_bounded(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MscclError(f"{path}: not valid UTF-8: byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
+    return from_msccl_xml(text, name=Path(path).stem)
