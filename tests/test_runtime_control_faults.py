@@ -40,6 +40,16 @@ def _train(ar, rank, epochs=6):
     return ok
 
 
+def _finish(ar, rank, first):
+    """Train, close, and say what happened: every epoch right, tuning frozen and why, changes."""
+    t = time.monotonic()
+    ok = _train(ar, rank)
+    time.sleep(0.5)
+    ar.close()
+    return dict(ok=ok, frozen=ar.tuner.frozen, changes=len(ar.changes), same=ar.pattern is first,
+                took=time.monotonic() - t)
+
+
 def _child_frame_skew(rank, world):
     from reactccl.runtime import wire
     if rank == 1:      # a rank framing with another size (another version, or a bug)
@@ -88,12 +98,7 @@ def _child_worker_fault(rank, world, fault):
         def refuse(obj, max_bytes=wire.MAX_MESSAGE_BYTES):
             raise wire.MessageError("control-plane message of 70000000 bytes is over the limit of 67108864")
         wire.encode = refuse
-    t = time.monotonic()
-    ok = _train(ar, rank)
-    time.sleep(0.5)
-    ar.close()
-    return dict(ok=ok, frozen=ar.tuner.frozen, changes=len(ar.changes), same=ar.pattern is ring,
-                took=time.monotonic() - t)
+    return _finish(ar, rank, ring)
 
 
 @pytest.mark.parametrize("fault, words", [
@@ -127,12 +132,7 @@ def _child_bad_announcement(rank, world, kind):
             raise VerificationError("rank 2's check failed")
         rtuner.verify = fails
     ar = ReactAllReduce(algorithm=ring, controller=_Shift(ring, make), every=1, delay=1, timeout=20)
-    t = time.monotonic()
-    ok = _train(ar, rank)
-    time.sleep(0.5)
-    ar.close()
-    return dict(ok=ok, frozen=ar.tuner.frozen, changes=len(ar.changes), same=ar.pattern is ring,
-                took=time.monotonic() - t)
+    return _finish(ar, rank, ring)
 
 
 @pytest.mark.parametrize("kind, rank, words", [
