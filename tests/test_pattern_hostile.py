@@ -91,9 +91,9 @@ def test_step_near_2_56_is_refused_and_near_2_31_keeps_dependencies():
 
 
 def test_dev_zero_and_oversized_files_are_refused_before_parsing(tmp_path, capsys):
-    with pytest.raises(PatternError, match="more than the 1 MiB a pattern file may be"):
+    with pytest.raises(PatternError, match="/dev/zero: is a device, not a regular file"):   # before reading it
         load("/dev/zero", max_bytes=1 << 20)
-    _cli_error(capsys, ["pattern", "verify", "/dev/zero"], "/dev/zero", "256 MiB")
+    _cli_error(capsys, ["pattern", "verify", "/dev/zero"], "/dev/zero: is a device, not a regular file")
     sparse = tmp_path / "huge.json"
     with open(sparse, "wb") as fh:
         fh.truncate((256 << 20) + 1)          # sparse: refused from its size, nothing is read
@@ -117,7 +117,7 @@ def test_show_and_verify_with_steps_near_2_31(tmp_path, capsys):
     f = tmp_path / "sparse.json"
     f.write_text(json.dumps(to_dict(q)))
     assert main(["pattern", "verify", str(f)]) == 0
-    assert f"{5 * (MAX_INDEX // 5) + 1} steps" in capsys.readouterr().out   # 1 + the largest step number
+    assert "24 flows, 6 steps;" in capsys.readouterr().out   # a file's steps are compacted on reading (issue 33)
     assert main(["pattern", "show", str(f), "--max-steps", str(10**9)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2 + 6 and out[-1].startswith(f"  t{5 * (MAX_INDEX // 5)} ")
+    assert len(out) == 2 + 6 and out[-1].startswith("  t5 ")

@@ -8,7 +8,8 @@ hidden deprecated aliases of renamed options.
 * :func:`deprecated_alias` keeps an old option name working, hidden from ``--help``, with
   one warning on stderr naming the new one (``--opt`` -> ``--option``).
 * :func:`check_outputs` refuses an output file that cannot be written before a run starts,
-  not after it (a packet-level run takes tens of minutes).
+  not after it (a packet-level run takes tens of minutes); :func:`check_not_input` one that
+  is an input of the command.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["PlainParser", "plain", "deprecated_alias", "check_outputs"]
+__all__ = ["PlainParser", "plain", "deprecated_alias", "check_outputs", "check_not_input"]
 
 _ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
 _LITERAL = re.compile(r"``([^`]+)``")
@@ -119,3 +120,28 @@ def check_outputs(**paths: str | None) -> None:
             raise ValueError(f"{flag} {path}: no folder {folder}")
         if not os.access(folder, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
             raise ValueError(f"{flag} {path}: not writable")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (:func:`os.path.samefile` when both exist, which
+    sees hard links too; else the same resolved path, symbolic links followed)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_not_input(inputs: dict[str, str | None], **outputs: str | None) -> None:
+    """Refuse an output file that is one of the command's input files: writing it would destroy
+    the input (``pattern import x.xml -o x.xml``, ``simulate --pattern p.json --save-pattern
+    p.json``). ``inputs``: ``{flag or argument name: path or None}``; ``outputs``: as for
+    :func:`check_outputs` (the flag's name with ``_`` for ``-``).
+
+    Raises:
+        ValueError: naming the output flag, the input and the path, e.g. ``--output x.xml: is the
+            input FILE x.xml; write to another file``.
+    """
+    for name, out in outputs.items():
+        for what, inp in inputs.items():
+            if out and inp and _same_file(out, inp):
+                raise ValueError(f"--{name.replace('_', '-')} {out}: is the input {what} {inp}; write to another file")

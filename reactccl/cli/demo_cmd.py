@@ -22,9 +22,11 @@ from ..experiments.demo import DemoConfig, DemoResult, demo_scenario, run_demo
 from ..experiments.metrics import default_warmup
 from ..experiments.patterns_view import moved_positions, pattern_view, tree_parents
 from ..topology import UnitError, parse_topology
+from ..topology.graph import MAX_LINKS
 from ..topology.units import parse_bytes
 from ..trace import format_byte_rate, format_bytes, format_time
 from ..packetsim.native import PacketSimError, PacketSimUnavailable
+from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_EXTERNAL_FLOWS, bound_counts
 from .errors import report
 from ._common import check_outputs
 
@@ -34,11 +36,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d = DemoConfig()
     p = sub.add_parser("demo", help="REACT on a congested simulated cluster, against the same run without it",
                        description="Baseline and REACT on the same seeded congested scenario, side by side.")
-    p.add_argument("--topology", default=d.topology, help=f"topology spec (default {d.topology})")
+    p.add_argument("--topology", default=d.topology,
+                   help=f"topology spec (default {d.topology}) [at most {MAX_LINKS} directed links]")
     p.add_argument("--algorithm", default=d.algorithm, help=f"pattern generator (default {d.algorithm})")
     p.add_argument("--ranks", type=int, default=d.ranks, help=f"ranks, on hosts 0..N-1 (default {d.ranks})")
     p.add_argument("--size", default="20MB", help="message size (default 20MB)")
-    p.add_argument("--p", type=int, default=d.p, help=f"external flows into the congested rank (default {d.p})")
+    p.add_argument("--p", type=int, default=d.p,
+                   help=f"external flows into the congested rank (default {d.p}) [at most {MAX_EXTERNAL_FLOWS}]")
     p.add_argument("--rank", type=int, default=None,
                    help="congested rank (default: the busiest receiver, an interior tree position)")
     p.add_argument("--epochs", type=int, default=d.epochs, help=f"epochs (default {d.epochs})")
@@ -55,11 +59,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--save-pattern", metavar="FILE",
                    help="write the pattern REACT ended on (verified): MSCCL XML for a .xml name, else JSON")
+    bound_counts(p, {"--epochs": MAX_EPOCHS, "--warmup": MAX_EPOCHS, "--ecmp-ports": MAX_ECMP_PORTS})
     p.set_defaults(func=run)
 
 
 #: Most external flows the demo takes: 100,000 ran for ten minutes; the paper uses up to 8.
-MAX_P = 64
+MAX_P = MAX_EXTERNAL_FLOWS
 
 
 def fitting_topologies(hosts: int) -> str:

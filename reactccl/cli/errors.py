@@ -22,6 +22,9 @@ import traceback
 __all__ = ["USAGE_ERRORS", "report", "report_fail", "os_error_text", "error_text", "progress", "EXIT_USAGE"]
 
 EXIT_USAGE = 2
+#: Longest error line printed: a value echoed from a hostile file or flag is cut (the places that
+#: echo file values cut them to an excerpt already; this is the last guard).
+MAX_LINE = 1000
 
 #: Exceptions that mean "the input was wrong", not "reactccl has a bug".
 USAGE_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, MemoryError, RecursionError)
@@ -36,8 +39,9 @@ def os_error_text(exc: OSError, path: str | os.PathLike | None = None) -> str:
 
 
 def error_text(exc: BaseException, path: str | os.PathLike | None = None) -> str:
-    """The message for ``exc`` on one line: OSError as :func:`os_error_text`, MemoryError and
-    RecursionError said plainly, KeyError without repr quotes, anything else ``str(exc)``."""
+    """The message for ``exc`` on one line of at most :data:`MAX_LINE` characters: OSError as
+    :func:`os_error_text`, MemoryError and RecursionError said plainly, KeyError without repr
+    quotes, anything else ``str(exc)``."""
     if isinstance(exc, OSError):
         text = os_error_text(exc, path)
     elif isinstance(exc, MemoryError):
@@ -49,14 +53,18 @@ def error_text(exc: BaseException, path: str | os.PathLike | None = None) -> str
     else:
         text = str(exc) or type(exc).__name__
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[0].strip() if lines else type(exc).__name__
+    return _cut(lines[0].strip() if lines else type(exc).__name__)
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= MAX_LINE else f"{line[:MAX_LINE - 40]}... ({len(line)} characters)"
 
 
 def report(exc: BaseException | str, prefix: str = "error", path: str | os.PathLike | None = None) -> int:
     """Print ``PREFIX: message`` as one line on stderr; returns :data:`EXIT_USAGE` (2).
 
     A message that already starts with ``PREFIX:`` is not prefixed twice."""
-    text = exc if isinstance(exc, str) else error_text(exc, path)
+    text = _cut(exc) if isinstance(exc, str) else error_text(exc, path)
     text = text if text.startswith(f"{prefix}:") else f"{prefix}: {text}"
     if os.environ.get("REACTCCL_TRACEBACK") and isinstance(exc, BaseException):
         traceback.print_exception(exc, file=sys.stderr)

@@ -18,6 +18,7 @@ from ..experiments.sp_figures import DEFAULT_OUT as SP_DEFAULT_OUT
 from ..experiments.sp_figures import EXPERIMENTS as SP_EXPERIMENTS
 from ..experiments.sp_figures import prepare_out
 from ..experiments.sp_figures import run_experiment as run_sp_experiment
+from .bounds import MAX_EPOCHS, MAX_SCENARIOS, bound_counts, jobs_count
 from .errors import progress, report
 
 
@@ -52,7 +53,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    f"SP-allreduce goodput experiment ({', '.join(SP_EXPERIMENTS)}), or 'list'.")
     p.add_argument("name", help=f"experiment name ({names}) or 'list'")
     p.add_argument("--quick", action="store_true", help="reduced sweep: few settings, 2 scenarios of 30 epochs (sp-*: small fabrics, 3 sizes, seconds)")
-    p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all usable CPUs)")
+    p.add_argument("--jobs", "-j", type=jobs_count, default=None,
+                   help="worker processes (default: all usable CPUs; more than those are cut to them, with a note)")
     p.add_argument("--out", default=None, help=f"output folder for NAME.json and NAME.png, or NAME-engines.json with "
                                                 f"--engine packet (default: {DEFAULT_OUT}; sp-*: {SP_DEFAULT_OUT})")
     p.add_argument("--seed", type=int, default=0, help="base seed of the scenario generator (default 0)")
@@ -74,6 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "on each machine); default: a local process pool")
     p.add_argument("--size", default=None, help="with --engine packet: message size of every job (default: the "
                                                 "experiment's, 20MB)")
+    bound_counts(p, {"--scenarios": MAX_SCENARIOS, "--epochs": MAX_EPOCHS, "--warmup": MAX_EPOCHS})
     p.set_defaults(func=run)
 
 

@@ -11,9 +11,11 @@ import numpy as np
 from ..algorithms import generate
 from ..pattern import PatternError, VerificationError, dumps
 from ..pattern.files import load_pattern
+from ..pattern.io import read_bounded
 from ..pattern.msccl_common import MscclError
 from ..pattern.msccl_export import MAX_CHANNELS, executor_limits, to_msccl_xml
 from ..pattern.msccl_import import from_msccl_xml
+from ._common import check_not_input
 from .errors import report_fail
 from .options import parse_options
 
@@ -34,6 +36,8 @@ def _emit(text: str, output: str | None) -> None:
 
 
 def _cmd_export(args) -> int:
+    if Path(args.source).exists():
+        check_not_input({"FILE": args.source}, output=args.output)
     p = _source(args)
     if args.to == "json":
         _emit(dumps(p), args.output)
@@ -56,7 +60,12 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_import(args) -> int:
-    text = Path(args.file).read_text()
+    check_not_input({"FILE.xml": args.file}, output=args.output)
+    data = read_bounded(args.file)      # a regular file of at most MAX_FILE_BYTES
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PatternError(f"{args.file}: not valid UTF-8: byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
     try:
         p = from_msccl_xml(text, name=args.name or Path(args.file).stem)
     except VerificationError as e:   # parses, but does not compute its collective: exit 1, as verify

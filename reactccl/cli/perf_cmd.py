@@ -35,6 +35,7 @@ from ..experiments.perf_format import format_csv, format_table, perf_document, p
 from ..packetsim.native import INSTALL_HINT
 from ..pattern import Collective, PatternError
 from ._common import check_outputs, deprecated_alias
+from .bounds import MAX_ECMP_PORTS, MAX_ITERS, bound_counts
 from .errors import report
 from .options import parse_options
 
@@ -129,6 +130,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--json", action="store_true", help="print the rows as one JSON document (reactccl.perf/2)")
     o.add_argument("--csv", action="store_true", help="print the rows as CSV (times in us, bandwidths in GB/s)")
     o.add_argument("--plot", metavar="PNG", help="write out-of-place busbw against size, one line per algorithm")
+    bound_counts(p, {"-n": MAX_ITERS, "-w": MAX_ITERS, "--ecmp-ports": MAX_ECMP_PORTS})
     p.set_defaults(func=run)
 
 

@@ -14,23 +14,24 @@ import json
 import sys
 
 import numpy as np
-
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from ..algorithms import generate
 from ..algorithms.torus_common import pack
+from ..experiments.metrics import default_warmup
 from ..netsim import BackgroundError, SimulationError, SimulationResult, run_simulation
 from ..packetsim.native import PacketSimError, PacketSimUnavailable
 from ..pattern import CollectivePattern, PatternError
 from ..topology import TopologyError, UnitError, parse_topology
-from ..experiments.metrics import default_warmup
+from ..topology.graph import MAX_LINKS
 from ..topology.units import parse_bytes
 from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
+from ._common import check_not_input, check_outputs, deprecated_alias
+from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_LIST, MAX_REPLICAS, bound_counts
 from .errors import report
-from ._common import check_outputs, deprecated_alias
 from .options import parse_options
 from .simulate_files import add_file_options, load_pattern_arg, write_outputs
 
@@ -238,6 +239,8 @@ def _check_args(args) -> None:
     if replicas is not None and (replicas < 1 or getattr(args, "engine", "fluid") != "packet"):
         raise ValueError(f"--replicas: an integer >= 1, only used with --engine packet (got {args.replicas})")
     check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline)
+    check_not_input({"--pattern": getattr(args, "pattern", None)}, save_pattern=args.save_pattern, plot=args.plot,
+                    timeline=args.timeline)
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
         args.warmup = default_warmup(args.epochs)
     elif args.react and not 0 <= args.warmup < args.epochs:
@@ -300,7 +303,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "fabrics of SP-allreduce (fixed geometry routes, hosts n0.. row-major, links 400G and "
                         "400ns per hop unless given): torus:AxB[xC] (sides >= 3), hyperx:NxN, "
                         "spineleaf:LEAVESxQ; dragonfly:a=4,p=2,h=2 (minimal local-global-local routes, 100G, 1us); "
-                        "add ,rate=100G,latency=1us to any (default fat-tree:k=4)")
+                        "add ,rate=100G,latency=1us to any (default fat-tree:k=4) "
+                        f"[at most {MAX_LINKS} directed links]")
     p.add_argument("--size", "-s", default="20MB", help="message size, e.g. 20MB (decimal) or 64MiB (default 20MB)")
     p.add_argument("--epochs", "-e", type=int, default=100, help="epochs to simulate (default 100)")
     p.add_argument("--background", "-b", action="append", metavar="SPEC",
@@ -359,6 +363,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "results are not bit-identical to W=1 (default 1; see reactccl.packetsim.replicas)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the summary")
     add_file_options(p)
+    bound_counts(p, {"--epochs": MAX_EPOCHS, "--ecmp-ports": MAX_ECMP_PORTS, "--slowest": MAX_LIST,
+                     "--warmup": MAX_EPOCHS, "--replicas": MAX_REPLICAS})
     p.set_defaults(func=_cmd_simulate)
 
 

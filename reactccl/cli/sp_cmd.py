@@ -24,7 +24,7 @@ from ..algorithms import generate
 from ..algorithms.torus_common import pack
 from ..cost.deficiency import deficiency, round_times
 from ..cost.symmetric import compact_deficiency
-from ..experiments.sp_goodput import VERIFY_LIMIT, check_tree_sweep
+from ..experiments.sp_goodput import MAX_FABRIC_NODES, VERIFY_LIMIT, check_tree_sweep
 from ..pattern import PatternError
 from ..experiments.sp_figures import DEFAULT_OUT, OPTIONS, fmt_size
 from ..topology import UnitError
@@ -251,6 +251,8 @@ def _goodput(args) -> int:
         kw["sizes"] = list(dict.fromkeys(parse_bytes(s, "--sizes") for s in args.sizes.split(",")))
     if args.sides:
         kw["sides"] = list(dict.fromkeys(_int_list(args.sides, "--sides", least=3)))
+        for n in kw["sides"]:          # every fabric's size, before the first one runs
+            _fabric(f"torus:{n}x{n}")
     if args.values:
         if name == "sp-linkrate":
             kw["values"] = [parse_rate(v, "--values (link rates)", require_unit=True) for v in args.values.split(",")]
@@ -267,6 +269,9 @@ def _goodput(args) -> int:
             shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shape.split(",")]
         except ValueError:
             raise PatternError(f"--shape: expected AxB[,CxD], got {args.shape!r}") from None
+        kind = {"sp-hyperx": "hyperx", "sp-spineleaf": "spineleaf"}.get(name, "torus")
+        for shape in shapes:
+            _fabric(f"{kind}:{'x'.join(map(str, shape))}")
         if name == "sp-rect":
             kw["shapes"] = shapes
         elif len(shapes) > 1:
@@ -293,7 +298,8 @@ def add_parser(subparsers) -> None:
     sub.required = True
     m = sub.add_parser("metrics", help="rounds, Ψ, Θ, Ω of a schedule on a fabric")
     m.add_argument("algorithm", help="generator name, e.g. sp-allreduce, k-sp-allreduce, bucket, swing-b")
-    m.add_argument("--fabric", default="torus:8x8", help="torus:AxB[xC], hyperx:NxN or spineleaf:LEAVESxQ")
+    m.add_argument("--fabric", default="torus:8x8", help=f"torus:AxB[xC], hyperx:NxN or spineleaf:LEAVESxQ "
+                                                         f"[at most {MAX_FABRIC_NODES} nodes]")
     m.add_argument("--option", "-O", dest="opt", action="append", metavar="KEY=VALUE",
                    help="generator option (repeatable), e.g. k=3")
     m.add_argument("--pack", dest="packed", action="store_true",
@@ -309,7 +315,7 @@ def add_parser(subparsers) -> None:
     m.add_argument("--max-memory", default="4GiB", help="refuse schedules estimated above this (default 4GiB)")
     m.set_defaults(func=_run, sp_func=_metrics)
     k = sub.add_parser("ksp", help="W(T), Θ, Ω and rounds of k-SP-allreduce for each k")
-    k.add_argument("--fabric", default="torus:8x8", help="torus:NxN")
+    k.add_argument("--fabric", default="torus:8x8", help=f"torus:NxN [at most {MAX_FABRIC_NODES} nodes]")
     k.add_argument("--ks", help="comma-separated k (default 1..H)")
     k.add_argument("--max-memory", default="4GiB", help="refuse fabrics estimated above this (default 4GiB)")
     k.set_defaults(func=_run, sp_func=_ksp)
@@ -319,7 +325,8 @@ def add_parser(subparsers) -> None:
                    help="flow-level simulator, round-synchronous alpha-beta model, or auto (netsim up to "
                         "256 nodes, the model beyond; e.g. --sides 8,16,32,64 for all of Fig. 3)")
     g.add_argument("--sizes", help="comma-separated message sizes (default 64KiB..256MiB)")
-    g.add_argument("--sides", help="sp-square: comma-separated n of n x n tori (default 8,16)")
+    g.add_argument("--sides", help=f"sp-square: comma-separated n of n x n tori (default 8,16) "
+                                   f"[at most {MAX_FABRIC_NODES} nodes each]")
     g.add_argument("--values", help="sp-linkrate: rates (e.g. 100Gbps,400Gbps); sp-latency: latencies (200ns,...)")
     g.add_argument("--shape", help="sp-rect: shapes like 64x16,128x8; sp-hyperx/sp-spineleaf: one shape")
     g.add_argument("--alpha", help="per-round overhead for the model engine, e.g. 1us (default 0; 0 allowed)")

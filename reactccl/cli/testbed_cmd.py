@@ -16,6 +16,7 @@ import argparse
 import signal
 import sys
 
+from .bounds import MAX_EPOCHS, MAX_EXTERNAL_FLOWS, bound_counts
 from .experiment_cmd import _check_params, _param
 
 
@@ -199,6 +200,7 @@ def add_parser(subparsers) -> None:
     c.add_argument("--flows", type=int, help="number of external flows P")
     c.add_argument("--duration", type=float, default=None, help="seconds (default: until --stop)")
     c.add_argument("--stop", action="store_true", help="stop all congestion flows")
+    bound_counts(c, {"--flows": MAX_EXTERNAL_FLOWS})
     prefix_arg(c)
     c.set_defaults(func=_wrap(_cmd_congest))
 
@@ -233,6 +235,8 @@ def add_parser(subparsers) -> None:
                    help="a REACT parameter for the react mode (reactccl.tuner.ReactParams, e.g. "
                         "estimator=closed), repeatable")
     e.add_argument("--out", default="results/testbed", help="output folder (default results/testbed)")
+    bound_counts(e, {"--flows": MAX_EXTERNAL_FLOWS, "--epochs": MAX_EPOCHS, "--rounds": MAX_EPOCHS,
+                     "--skip": MAX_EPOCHS})
     e.set_defaults(func=_wrap(_cmd_experiment))
 
     st = sub.add_parser("status", help="list testbeds that are up")

@@ -26,6 +26,7 @@ Source: SP-allreduce (arXiv 2610.16387) §7.1-7.6.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -52,6 +53,7 @@ SIZES = [64 * KIB * 2 ** i for i in range(13)]  # 64 KiB .. 256 MiB, §7
 VERIFY_LIMIT = 256  # exact count check up to this many ranks; structural (generator) checks beyond
 NETSIM_LIMIT = 1024  # nodes; the simulator holds every flow (SP on 64x64: 134 M)
 NETSIM_KS = 4  # k-SP depth bounds tried by default with netsim beyond VERIFY_LIMIT nodes (30-80 s each on 32x32)
+MAX_FABRIC_NODES = 1 << 20  # nodes of any fabric (Fabric refuses more before sizing anything by it)
 EXACT_CELLS = 2 ** 28  # ... or while ranks x ranks x chunks stays this small (Swing-L, Trivance-L)
 
 
@@ -70,7 +72,8 @@ class Fabric:
 
     def __post_init__(self) -> None:
         """Raises ValueError: unknown kind, or a shape of the wrong length (spine-leaf needs
-        ``(leaves, q)``, HyperX two sides) or with a side below 1."""
+        ``(leaves, q)``, HyperX two sides), with a side below 1, or of more than
+        :data:`MAX_FABRIC_NODES` nodes (checked before anything is sized by it)."""
         dims = {"torus": None, "hyperx": 2, "spineleaf": 2}
         if self.kind not in dims:
             raise ValueError(f"fabric kind must be torus, hyperx or spineleaf, got {self.kind!r}")
@@ -80,6 +83,11 @@ class Fabric:
             raise ValueError(f"{self.kind} fabric needs a shape {what}, got {'x'.join(map(str, self.shape)) or 'none'}")
         if min(self.shape) < 1:
             raise ValueError(f"{self.kind} fabric: every side must be >= 1, got {self.shape}")
+        nodes = math.prod(self.shape)
+        if nodes > MAX_FABRIC_NODES:
+            raise ValueError(f"{self.kind} fabric {'x'.join(map(str, self.shape))}: {nodes:,} nodes, above the "
+                             f"limit of {MAX_FABRIC_NODES:,} (e.g. torus:1024x1024, which 'sp metrics' measures "
+                             "in ~25 s and ~1.2 GB)")
 
     @property
     def label(self) -> str:

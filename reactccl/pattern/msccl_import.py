@@ -32,17 +32,18 @@ from pathlib import Path
 import numpy as np
 
 from .canon import merge_chunks, merge_flows
+from .io import read_bounded
 from .ir import CollectivePattern
+from .msccl_bounds import check_import_size, check_race_work, xml_int
 from .msccl_common import MSCCL_TO_COLL, RECVS, REDUCES, SENDS, STEP_TYPES, MscclError, MscclVerificationError
 from .steps import assign_steps
-from .types import Collective
+from .types import Collective, excerpt
 from .verify import verify
 
 __all__ = ["from_msccl_xml", "load_msccl_xml", "is_msccl_xml"]
 
 _SRC_TYPES = frozenset({"s", "rrc", "rrs", "rrcs", "cpy", "re"})
 _DST_TYPES = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
-MAX_CLOCK_CELLS = 50_000_000   # vector clock entries per GPU pass (int16/int32)
 
 
 def is_msccl_xml(text: str) -> bool:
@@ -50,16 +51,7 @@ def is_msccl_xml(text: str) -> bool:
     return text.lstrip()[:1] == "<"
 
 
-def _int(el, attr: str, where: str, default=None) -> int:
-    v = el.get(attr)
-    if v is None:
-        if default is not None:
-            return default
-        raise MscclError(f"{where}: attribute {attr!r} missing")
-    try:
-        return int(v)
-    except ValueError:
-        raise MscclError(f"{where}: attribute {attr}={v!r} is not an integer") from None
+_int = xml_int   # strict: ASCII digits only, range-checked, the attribute named
 
 
 def _parse(text: str):
@@ -85,53 +77,54 @@ class _Step:
 
 def _read_program(root):
     if root.tag != "algo":
-        raise MscclError(f"root element is <{root.tag}>, expected <algo>")
-    n = _int(root, "ngpus", "algo")
-    K = _int(root, "nchunksperloop", "algo")
-    if n < 1 or K < 1:
-        raise MscclError(f"algo: ngpus ({n}) and nchunksperloop ({K}) must be >= 1")
+        raise MscclError(f"root element is <{excerpt(root.tag, quote=False)}>, expected <algo>")
+    n = _int(root, "ngpus", "algo", lo=1)
+    K = _int(root, "nchunksperloop", "algo", lo=1)
     coll_name = root.get("coll")
     if coll_name not in MSCCL_TO_COLL:
-        raise MscclError(f"algo: coll={coll_name!r} has no reactccl collective (known: {', '.join(MSCCL_TO_COLL)})")
+        raise MscclError(f"algo: coll={excerpt(coll_name)} has no reactccl collective "
+                         f"(known: {', '.join(MSCCL_TO_COLL)})")
     coll = MSCCL_TO_COLL[coll_name]
-    inplace = _int(root, "inplace", "algo", default=1) == 1
+    inplace = _int(root, "inplace", "algo", default=1, lo=0, hi=1) == 1
     if coll.is_blocked and K % n:
         raise MscclError(f"algo: nchunksperloop {K} is not a multiple of ngpus {n} ({coll_name} needs whole blocks)")
+    check_import_size(n, K, coll)     # before any loop over gpus or chunks
     gpus: dict[int, dict] = {}
     for g in root:
         if g.tag != "gpu":
-            raise MscclError(f"algo: unexpected element <{g.tag}> (expected <gpu>)")
-        gid = _int(g, "id", "gpu")
+            raise MscclError(f"algo: unexpected element <{excerpt(g.tag, quote=False)}> (expected <gpu>)")
+        gid = _int(g, "id", "gpu", lo=0)
         w = f"gpu {gid}"
         if not 0 <= gid < n or gid in gpus:
             raise MscclError(f"{w}: id out of range 0..{n - 1} or repeated")
-        sizes = {b: _int(g, a, w, default=0) for b, a in (("i", "i_chunks"), ("o", "o_chunks"), ("s", "s_chunks"))}
+        sizes = {b: _int(g, a, w, default=0, lo=0)
+                 for b, a in (("i", "i_chunks"), ("o", "o_chunks"), ("s", "s_chunks"))}
         tbs: dict[int, tuple] = {}
         for tb in g:
             if tb.tag != "tb":
-                raise MscclError(f"{w}: unexpected element <{tb.tag}> (expected <tb>)")
-            tid = _int(tb, "id", w + ", tb")
+                raise MscclError(f"{w}: unexpected element <{excerpt(tb.tag, quote=False)}> (expected <tb>)")
+            tid = _int(tb, "id", w + ", tb", lo=0)
             wt = f"{w}, tb {tid}"
-            if tid < 0 or tid in tbs:
-                raise MscclError(f"{wt}: id negative or repeated")
-            send, recv, chan = _int(tb, "send", wt), _int(tb, "recv", wt), _int(tb, "chan", wt, default=0)
+            if tid in tbs:
+                raise MscclError(f"{wt}: id repeated")
+            send, recv, chan = _int(tb, "send", wt), _int(tb, "recv", wt), _int(tb, "chan", wt, default=0, lo=0)
             for what, peer in (("send", send), ("recv", recv)):
                 if peer == gid or not -1 <= peer < n:
                     raise MscclError(f"{wt}: {what} peer {peer} must be -1 or another gpu in 0..{n - 1}")
             steps = []
             for i, st in enumerate(tb):
                 if st.tag != "step":
-                    raise MscclError(f"{wt}: unexpected element <{st.tag}> (expected <step>)")
+                    raise MscclError(f"{wt}: unexpected element <{excerpt(st.tag, quote=False)}> (expected <step>)")
                 x = _Step()
                 x.gpu, x.tb = gid, tid
-                x.s = _int(st, "s", f"{wt}, step #{i}")
+                x.s = _int(st, "s", f"{wt}, step #{i}", lo=0)
                 ws = f"{wt}, step {x.s}"
                 if x.s != i:
                     raise MscclError(f"{ws}: steps must be numbered 0, 1, ... in order (expected {i})")
                 x.type = st.get("type")
                 if x.type not in STEP_TYPES:
-                    raise MscclError(f"{ws}: unknown type {x.type!r} (known: {', '.join(STEP_TYPES)})")
-                x.cnt = _int(st, "cnt", ws, default=1)
+                    raise MscclError(f"{ws}: unknown type {excerpt(x.type)} (known: {', '.join(STEP_TYPES)})")
+                x.cnt = _int(st, "cnt", ws, default=1, lo=0)
                 x.sbuf, x.dbuf = st.get("srcbuf", "i"), st.get("dstbuf", "o")
                 x.soff, x.doff = _int(st, "srcoff", ws, default=-1), _int(st, "dstoff", ws, default=-1)
                 depid, deps = _int(st, "depid", ws, default=-1), _int(st, "deps", ws, default=-1)
@@ -143,7 +136,7 @@ def _read_program(root):
                         if x.type not in types:
                             continue
                         if buf not in sizes:
-                            raise MscclError(f"{ws}: {use}buf {buf!r} is not i, o or s")
+                            raise MscclError(f"{ws}: {use}buf {excerpt(buf)} is not i, o or s")
                         if not 0 <= off <= sizes[buf] - x.cnt:
                             raise MscclError(f"{ws}: {use} cells {buf}[{off}:{off + x.cnt}] outside the "
                                              f"{sizes[buf]} cells of buffer {buf}")
@@ -157,7 +150,19 @@ def _read_program(root):
     for gid in range(n):
         gpus.setdefault(gid, {"sizes": {"i": 0, "o": 0, "s": 0}, "tbs": {}})
     root_rank = root.get("root")
-    return coll, n, K, inplace, gpus, (None if root_rank is None else _int(root, "root", "algo"))
+    return coll, n, K, inplace, gpus, (None if root_rank is None else _int(root, "root", "algo", lo=0))
+
+
+def _check_program_size(n, K, coll, gpus) -> None:
+    """:func:`check_import_size` with the program's counts, before the symbolic run: its steps,
+    the cells they move, its vector clocks, and the race check's work (every GPU with steps
+    runs a pass over all steps, see :func:`_happens_before`)."""
+    per_gpu = [(len(g["tbs"]), sum(len(t[3]) for t in g["tbs"].values())) for g in gpus.values()]
+    S = sum(s for _, s in per_gpu)
+    moved = sum(x.cnt for g in gpus.values() for t in g["tbs"].values() for x in t[3] if x.type != "nop")
+    busy = [t for t, s in per_gpu if s]
+    check_import_size(n, K, coll, steps=S, moved=moved, clock_peak=S * max(busy, default=0),
+                      clock_kept=sum(t * s for t, s in per_gpu))
 
 
 def _order(n, gpus):
@@ -247,6 +252,13 @@ def _happens_before(n, steps, preds, level, seq, tb_of, tb_index):
     program (a path may run through other GPUs), one GPU at a time so memory stays
     steps x threadblocks-per-GPU."""
     S = len(steps)
+    gpu_of = np.array([x.gpu for x in steps], dtype=np.int64)
+    tbs_of: dict[int, list[int]] = defaultdict(list)      # gpu -> its threadblocks' indices, in id order
+    for (gid, _), k in sorted(tb_index.items()):
+        tbs_of[gid].append(k)
+    busy = np.unique(gpu_of).tolist()
+    check_race_work(cells=(S + sum(len(p) for p in preds)) * sum(len(tbs_of[g]) for g in busy),
+                    passes=len(busy) * (int(level.max(initial=0)) + 1))
     eu = np.array([u for v in range(S) for u in preds[v]], dtype=np.int64)
     ev = np.array([v for v in range(S) for _ in preds[v]], dtype=np.int64)
     by_level = np.lexsort((ev, level[ev])) if len(ev) else ev      # by target's level, then target
@@ -257,16 +269,12 @@ def _happens_before(n, steps, preds, level, seq, tb_of, tb_index):
     for grp in (np.split(np.arange(len(ev)), cuts) if len(ev) else []):
         first = np.concatenate(([True], ev[grp][1:] != ev[grp][:-1]))
         edge_groups.append((int(lv[grp[0]]), eu[grp], ev[grp][first], np.flatnonzero(first)))
-    gpu_of = np.array([x.gpu for x in steps], dtype=np.int64)
     small = np.int16 if int(seq.max(initial=0)) < np.iinfo(np.int16).max else np.int32   # half the traffic
-    rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for g in range(n):
-        cols = {k: j for j, k in enumerate(k for (gid, _), k in sorted(tb_index.items()) if gid == g)}
+    rows: dict[int, tuple[np.ndarray, dict]] = {}
+    row_of = np.zeros(S, dtype=np.int64)     # a step's row in its own GPU's kept clock rows
+    for g in busy:
+        cols = {k: j for j, k in enumerate(tbs_of[g])}
         mine = np.flatnonzero(gpu_of == g)
-        if not len(mine):
-            continue
-        if S * len(cols) > MAX_CLOCK_CELLS:
-            raise MscclError(f"program too large to check for races ({S} steps x {len(cols)} threadblocks on gpu {g})")
         clock = np.zeros((S, len(cols)), dtype=small)
         own_col = np.array([cols[t] for t in tb_of[mine]], dtype=np.int64)
         own_lv = level[mine]
@@ -281,11 +289,12 @@ def _happens_before(n, steps, preds, level, seq, tb_of, tb_index):
             a, b = bounds[L], bounds[L + 1]
             if b > a:
                 clock[mine_s[a:b], col_s[a:b]] = seq[mine_s[a:b]]
-        rows[g] = (clock, cols)
+        rows[g] = (clock[mine], cols)      # hb(a, b) reads only b's row, and b is on g
+        row_of[mine] = np.arange(len(mine))
 
     def hb(a: int, b: int) -> bool:
         clock, cols = rows[int(gpu_of[b])]
-        return bool(clock[b, cols[int(tb_of[a])]] >= seq[a])
+        return bool(clock[row_of[b], cols[int(tb_of[a])]] >= seq[a])
     return hb
 
 
@@ -317,6 +326,7 @@ def from_msccl_xml(text: str, name: str | None = None) -> CollectivePattern:
     """
     xml_root = _parse(text)
     coll, n, K, inplace, gpus, root = _read_program(xml_root)
+    _check_program_size(n, K, coll, gpus)
     name = name if name is not None else xml_root.get("name", "msccl")
     steps, order, match, hb = _order(n, gpus)
     blk = K // n if coll.is_blocked else K
@@ -532,5 +542,16 @@ def _build(coll, n, K, root, records, name):
 
 
 def load_msccl_xml(path: str | Path) -> CollectivePattern:
-    """:func:`from_msccl_xml` of a file (the pattern is named after the file)."""
-    return from_msccl_xml(Path(path).read_text(), name=Path(path).stem)
+    """:func:`from_msccl_xml` of a file (the pattern is named after the file), read as every
+    pattern file is: a regular file of at most ``MAX_FILE_BYTES`` (:func:`reactccl.pattern.io.read_bounded`).
+
+    Raises:
+        MscclError: as :func:`from_msccl_xml`, or bytes that are not UTF-8.
+        PatternError: not a regular file, or too large.
+    """
+    data = read_bounded(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MscclError(f"{path}: not valid UTF-8: byte 0x{e.object[e.start]:02x} at offset {e.start}") from None
+    return from_msccl_xml(text, name=Path(path).stem)

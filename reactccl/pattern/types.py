@@ -11,7 +11,25 @@ from enum import Enum
 
 from ..errors import ReactcclError
 
-__all__ = ["Collective", "Op", "Chunk", "Flow", "PatternError"]
+__all__ = ["Collective", "Op", "Chunk", "Flow", "PatternError", "excerpt", "EXCERPT_CHARS"]
+
+#: Characters of a value from a file that an error message echoes (see :func:`excerpt`).
+EXCERPT_CHARS = 60
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS, quote: bool = True) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters plus its length, so
+    that a hostile file's megabyte attribute stays a short line:
+    ``excerpt("x" * 10**6)`` -> ``'xxx...x'... (1000002 chars)`` (60 characters, then the length).
+    A huge integer is described by its digit count instead of being converted (Python refuses
+    ``repr`` of an int over 4300 digits); a list or dict by its length. ``quote=False``: a
+    string as it is, without repr's quotes."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 190:
+        return f"an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'over 4000'} digits"
+    if isinstance(value, (list, dict)):
+        return f"a {type(value).__name__} of {len(value)}"
+    r = value if isinstance(value, str) and not quote else repr(value)
+    return r if len(r) <= limit else f"{r[:limit - 3]}... ({len(r)} chars)"
 
 
 class PatternError(ReactcclError, ValueError):

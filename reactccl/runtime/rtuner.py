@@ -22,7 +22,14 @@ running.
 Faults: if the leader's controller raises, or decides on a pattern that does not fit
 the job (another rank count or collective: checked before announcing, since every
 rank's ``set_pattern`` would refuse it), the leader announces "frozen" and
-every rank keeps the last agreed pattern, with a logged warning. If the
+every rank keeps the last agreed pattern, with a logged warning. A rank whose records
+cannot be sent (too large, not JSON, a frame of the wrong size) sends an error frame
+instead (:mod:`.wire`), so the leader announces "frozen" naming it at once. An announced
+pattern is parsed, verified and fitted to the group (rank count, collective, an epoch not
+before the round's deadline) on *every* rank before it is used, and the ranks then vote
+(one small all-gather, on change rounds only): if any rank refuses it, every rank freezes on
+the last agreed pattern with that rank's reason, so no rank runs a pattern another refused.
+If the
 control plane itself fails on a rank (a peer died or stalled past
 ``timeout``), that rank freezes on its current pattern and warns; the data
 plane (RCollective's timeouts) then reports the dead peer. Two ranks
@@ -36,7 +43,9 @@ Wire format: plain data only (:mod:`.wire`: JSON bytes in uint8 tensors over the
 control group). Workers send their records as JSON (:func:`.records.record_to_wire`),
 the leader checks every field before use (:func:`.records.record_from_wire`) and
 announces ``{"kind": "keep" | "frozen" | "change", ...}`` with the new pattern as
-``reactccl.pattern/1`` JSON, which every rank loads and verifies. Nothing is unpickled,
+``reactccl.pattern/1`` JSON, which every rank loads and verifies. The ranks check when the
+control group is made that they frame messages alike (:attr:`RTuner.frame_bytes`): a frame of
+another size would abort the Gloo receiver's process. Nothing is unpickled,
 so a process that reaches the rendezvous or a Gloo port cannot make the leader run code.
 Listening addresses: see :mod:`.listen` (the control group's Gloo pairs use
 ``control_ifname``, by default the interface towards ``MASTER_ADDR``).
@@ -65,6 +74,8 @@ import torch.distributed as dist
 from ..contract import Controller
 from ..errors import ReactcclError
 from ..pattern import CollectivePattern, dumps, loads, verify
+from ..pattern.types import excerpt
+from . import wire
 from .listen import control_interface
 from .rcollective import RCollective, pattern_digest
 from .records import LocalRecord, assemble_trace, merge_traces, record_from_wire, record_to_wire
@@ -117,8 +128,8 @@ class RTuner:
 
     Raises:
         ValueError: bad every/delay/leader, no controller on the leader, or ranks that were given
-            different every/delay/leader (checked over the control group when it is created: every
-            rank raises).
+            different every/delay/leader or frame their control messages differently (checked over
+            the control group when it is created: every rank raises).
     """
 
     def __init__(self, rc: RCollective, controller: Controller | None = None, leader: int = 0, every: int = 1, delay: int = 5,
@@ -150,18 +161,26 @@ class RTuner:
                     else:
                         os.environ["GLOO_SOCKET_IFNAME"] = old
         self._leader_global = ranks[leader]
-        settings = all_gather_json([every, delay, leader], group=self.group)
-        if any(x != settings[0] for x in settings):
+        self.frame_bytes = int(wire.INLINE_BYTES)   # this rank's frame size: the ranks must agree on it
+        settings = [tuple(x) if isinstance(x, list) else (x,) for x in
+                    all_gather_json([every, delay, leader, self.frame_bytes], group=self.group)]
+        if any(x[:3] != settings[0][:3] for x in settings):
             dist.destroy_process_group(self.group)
             raise ValueError(f"RTuner: the ranks disagree on (every, delay, leader): "
-                             f"{ {r: tuple(x) for r, x in enumerate(settings)} }; give every rank the same "
+                             f"{ {r: x[:3] for r, x in enumerate(settings)} }; give every rank the same "
                              "(with ReactAllReduce, the same params: its apply_delay sets every and delay)")
+        if any(x[3:] != settings[0][3:] for x in settings):
+            dist.destroy_process_group(self.group)   # a frame of another size would abort its receiver
+            raise ValueError(f"RTuner: the ranks disagree on the control-plane frame size (bytes): "
+                             f"{ {r: x[3] if len(x) > 3 else None for r, x in enumerate(settings)} }; "
+                             "run the same reactccl version on every rank")
         rc.sync_clock(self.group)
         self.version = 0
         self.frozen = ""
         self.changes: list[Announcement] = []
         self._known = {rc.digest: rc.pattern}
         self._latest = rc.pattern  # the last announced pattern (tuner thread only)
+        self._sent: tuple[str, CollectivePattern] | None = None   # leader: the change it announced, verified
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._announced: dict[int, Announcement] = {}
         self._awaited = 0                                  # next round the training thread must see
@@ -283,13 +302,14 @@ class RTuner:
                 self._cv.notify_all()
 
     def _round(self, k: int, batch: list) -> Announcement:
-        wire = [[int(epoch), [record_to_wire(r) for r in recs]] for epoch, recs in batch]
+        wire_batch = [[int(epoch), [record_to_wire(r) for r in recs]] for epoch, recs in batch]
         try:
-            got, unreadable = gather_json(wire, dst=self._leader_global, group=self.group), None
+            got, unreadable = gather_json(wire_batch, dst=self._leader_global, group=self.group,
+                                          frame_bytes=self.frame_bytes), None
         except MessageError as e:
-            if not self.is_leader:  # a size over the limit: every rank raises the same
-                raise
-            got, unreadable = None, e  # a rank sent something that is not JSON: the leader says so
+            # leader: a rank's message is unreadable or came as an error frame, so it says so;
+            # a worker whose own message could not be sent hears the leader's "frozen" below
+            got, unreadable = None, e
         msg = None
         if self.is_leader:
             try:
@@ -300,7 +320,7 @@ class RTuner:
                 log.warning("REACT leader failed in round %d (controller, trace assembly, or a decision "
                             "that does not fit the job): %r", k, e)
                 msg = {"kind": "frozen", "why": f"leader failed in round {k}: {e!r}"}
-        msg = broadcast_json(msg, src=self._leader_global, group=self.group)
+        msg = broadcast_json(msg, src=self._leader_global, group=self.group, frame_bytes=self.frame_bytes)
         kind = msg.get("kind") if isinstance(msg, dict) else None
         if kind == "frozen":
             return Announcement(k, self.version, self.deadline(k), None, str(msg.get("why", "")))
@@ -311,11 +331,38 @@ class RTuner:
             raise ControlPlaneError(f"round {k}: the leader's announcement is not one this version knows: "
                                     f"{str(msg)[:200]}")
         version, epoch, text = msg["version"], msg["epoch"], msg["pattern"]
-        pattern = loads(text)
+        pattern, why = self._accept(k, epoch, text)
+        # every rank says whether it can run the pattern; one that cannot stops the change on all
+        votes = all_gather_json(why, group=self.group, max_bytes=4096)
+        refused = [(r, v) for r, v in enumerate(votes) if not isinstance(v, str) or v]
+        if refused:
+            r, v = refused[0]
+            return Announcement(k, self.version, self.deadline(k), None,
+                                f"round {k}: rank {r} refused the announced pattern version {version}: "
+                                f"{v if isinstance(v, str) else 'a malformed vote'}; the last agreed pattern is kept")
         self.version = version
         self._latest = pattern
         self._known[pattern_digest(pattern)] = pattern
         return Announcement(k, version, epoch, pattern)
+
+    def _accept(self, k: int, epoch: int, text: str) -> tuple[CollectivePattern | None, str]:
+        """An announced pattern, parsed, verified and fitted to this rank's group, or None and
+        the reason it cannot run here (an excerpt, for the vote). The leader reuses the pattern
+        it verified before announcing it."""
+        try:
+            if epoch < self.deadline(k):
+                raise ControlPlaneError(f"it takes effect at epoch {epoch}, before round {k}'s deadline "
+                                        f"{self.deadline(k)}, which some rank may have passed")
+            sent, self._sent = self._sent, None
+            if sent is not None and sent[0] == text:
+                pattern = sent[1]
+            else:
+                pattern = loads(text)
+                verify(pattern)
+            self._check_fits(pattern, "the announced pattern")
+        except (ValueError, MemoryError, ControlPlaneError) as e:    # PatternError, VerificationError too
+            return None, excerpt(f"{type(e).__name__}: {e}", 300, quote=False)
+        return pattern, ""
 
     def _decide(self, k: int, got: list) -> dict:
         """Leader: records of the batch (plain data, checked) -> traces -> controller -> the
@@ -353,22 +400,27 @@ class RTuner:
         if epoch < self.deadline(k):
             raise ControlPlaneError(f"the controller wants the new pattern from epoch {epoch}, but ranks only "
                                     f"learn of round {k} by epoch {self.deadline(k)} (every={self.every}, "
-                                    f"delay={self.delay}); give the RTuner a delay <= the controller's apply_delay + 1 - every")
+                                    f"delay={self.delay}); give the RTuner a delay <= the controller's "
+                                    "apply_delay + 1 - every")
         verify(pattern)
-        return {"kind": "change", "version": self.version + 1, "epoch": epoch, "pattern": dumps(pattern)}
+        text = dumps(pattern)
+        self._sent = (text, pattern)
+        return {"kind": "change", "version": self.version + 1, "epoch": epoch, "pattern": text}
 
-    def _check_fits(self, pattern) -> None:
+    def _check_fits(self, pattern, what: str = "the controller's pattern") -> None:
         """ControlPlaneError unless ``pattern`` could replace the job's pattern on every rank
-        (what :meth:`RCollective.set_pattern` would refuse there, checked before announcing)."""
+        (what :meth:`RCollective.set_pattern` would refuse there): checked by the leader before
+        announcing, and by every rank on what it was announced."""
+        tail = "; not announced" if what == "the controller's pattern" else ""
         if not isinstance(pattern, CollectivePattern):
             raise ControlPlaneError(f"the controller's decision carries no CollectivePattern "
                                     f"(got {type(pattern).__name__})")
         if pattern.num_ranks != self.rc.world:
-            raise ControlPlaneError(f"the controller's pattern {pattern.name or ''} has {pattern.num_ranks} ranks, "
-                                    f"the job has {self.rc.world}; not announced")
+            raise ControlPlaneError(f"{what} {pattern.name or ''} has {pattern.num_ranks} ranks, "
+                                    f"the job has {self.rc.world}{tail}")
         if pattern.collective != self.rc.pattern.collective:
-            raise ControlPlaneError(f"the controller's pattern computes {pattern.collective.value}, the job runs "
-                                    f"{self.rc.pattern.collective.value}; not announced")
+            raise ControlPlaneError(f"{what} computes {pattern.collective.value}, the job runs "
+                                    f"{self.rc.pattern.collective.value}{tail}")
 
     def _parse_batches(self, k: int, got: list) -> list:
         """The gathered plain data as ``[[(epoch, [LocalRecord, ...]), ...] per rank]``, each

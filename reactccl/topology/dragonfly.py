@@ -29,7 +29,7 @@ import networkx as nx
 import numpy as np
 
 from .builders import DEFAULT_LATENCY, DEFAULT_RATE, _check_link, _positive_int, _suffix
-from .graph import Topology, add_cable
+from .graph import Topology, add_cable, check_size
 
 __all__ = ["dragonfly", "dragonfly_gateway"]
 
@@ -53,7 +53,8 @@ def dragonfly(a: int, p: int, h: int, rate: float = DEFAULT_RATE, latency: float
     Example: ``a=4, p=2, h=2`` has 9 groups, 36 routers, 72 hosts.
 
     Raises:
-        TopologyError: a count < 1 or a bad rate/latency.
+        TopologyError: a count < 1, a bad rate/latency, or more than
+            :data:`reactccl.topology.graph.MAX_LINKS` directed links (checked before building).
     """
     a = _positive_int(a, "a")
     p = _positive_int(p, "p")
@@ -61,6 +62,8 @@ def dragonfly(a: int, p: int, h: int, rate: float = DEFAULT_RATE, latency: float
     _check_link(rate, latency)
     groups = a * h + 1
     R = groups * a
+    check_size(f"dragonfly:a={a},p={p},h={h}", R * p,
+               2 * (R * p + groups * a * (a - 1) // 2 + groups * (groups - 1) // 2))    # before building
     router = [f"g{i}r{r}" for i in range(groups) for r in range(a)]
     gr = nx.DiGraph()
     for x in range(R):
