@@ -22,7 +22,7 @@ TOO_MANY = [
     ("demo --epochs 1000000000", "argument --epochs: 1000000000 is above the limit of 100000"),
     ("demo --ecmp-ports 99999", "argument --ecmp-ports: 99999 is above the limit of 1024"),
     ("perf -n 1000000000", "argument -n/--iters: 1000000000 is above the limit of 100000"),
-    ("perf -w 1000000000", "argument -w/--warmup-iters/--warmup_iters: 1000000000 is above the limit of 100000"),
+    ("perf -w 1000000000", "argument -w/--warmup_iters/--warmup-iters: 1000000000 is above the limit of 100000"),
     ("perf --ecmp-ports 5000", "argument --ecmp-ports: 5000 is above the limit of 1024"),
     ("testbed experiment --epochs 1000000000", "argument --epochs: 1000000000 is above the limit of 100000"),
     ("testbed experiment --flows 0 1 1000", "argument --flows: 1000 is above the limit of 64"),
