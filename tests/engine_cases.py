@@ -17,10 +17,7 @@ from typing import Any
 import numpy as np
 from maxmin_oracle import Case, case_of, progressive_filling
 
-from reactccl.netsim import network
-from reactccl.netsim.engine import FluidEngine, SimulationError
-from reactccl.netsim.fast import CompiledEngine
-from reactccl.netsim.run import run_simulation
+from reactccl.netsim import CompiledEngine, FluidEngine, SimulationError, network, run_simulation
 
 # (spec, hosts, square 2-D torus): the fabrics drawn from
 FABRICS = [

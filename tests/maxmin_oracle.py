@@ -2,7 +2,7 @@
 
 Nothing here calls the engines' solvers (:mod:`reactccl.netsim.maxmin`, :mod:`reactccl.netsim.core`).
 Only their *inputs* are shared: :func:`case_of` reads the flows, joins and sources a
-:class:`~reactccl.netsim.engine.FluidEngine` was given (before :meth:`run`), and :meth:`Case.build`
+:class:`~reactccl.netsim.FluidEngine` was given (before :meth:`run`), and :meth:`Case.build`
 gives the same inputs to either engine through the public ``add_*`` calls.
 
 :func:`progressive_filling` is the algorithm of Bertsekas & Gallager, *Data Networks* §6.5.2, in its
@@ -137,7 +137,7 @@ class Case:
 
 
 def case_of(eng: Any) -> Case:
-    """The inputs a :class:`~reactccl.netsim.engine.FluidEngine` holds before its :meth:`run` (its
+    """The inputs a :class:`~reactccl.netsim.FluidEngine` holds before its :meth:`run` (its
     ``add_*`` calls so far), as a :class:`Case`."""
     F = len(eng.paths)
     release = [INF] * F

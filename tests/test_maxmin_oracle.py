@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from maxmin_oracle import Case, case_of, progressive_filling, simulate
 
-from reactccl.netsim.engine import FluidEngine
-from reactccl.netsim.fast import CompiledEngine
+from reactccl.netsim import CompiledEngine, FluidEngine
 
 
 def test_three_flows_on_two_links():

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from engine_cases import ILL, allocation_errors, capture, compare, conditioning, describe, random_case
 
-from reactccl.netsim.engine import FluidEngine
+from reactccl.netsim import FluidEngine
 
 ALLOC_TOL = 1e-12     # the engines keep a rate that moved by <= 1e-12 relative (RATE_TOL)
 CI_SEEDS = range(40)
