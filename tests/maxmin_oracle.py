@@ -21,6 +21,7 @@ send ends: the next one is found by scanning every active flow.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -203,17 +204,18 @@ def simulate(case: Case, coalesce: float = 1e-12, max_batches: int = 2_000_000,
     t = 0.0
 
     def feed(kids: Sequence[int], started: list[int]) -> None:
-        stack = list(kids)
-        while stack:
-            c = stack.pop()
-            if c >= 0:
-                waiting[c] -= 1
-                if waiting[c] == 0:
-                    started.append(c)
-            else:
+        """One input reaches each of ``kids`` (breadth first): a flow with none left starts, a join
+        with none left passes one input on to each of its own children."""
+        todo = deque(kids)
+        while todo:
+            c = todo.popleft()
+            if c < 0:
                 jwait[~c] -= 1
-                if jwait[~c] == 0:
-                    stack.extend(case.join_children[~c])
+                todo.extend(case.join_children[~c] if jwait[~c] == 0 else ())
+                continue
+            waiting[c] -= 1
+            if waiting[c] == 0:
+                started.append(c)
 
     while pending > 0:
         if batches >= max_batches:
