@@ -1,6 +1,8 @@
 """NCCL's hierarchical ring and tree (``ring``/``nccl-tree`` with servers), checked against NCCL's
 rules (connect.cc, trees.cc, search.cc) on small cases worked by hand."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from reactccl.algorithms.hier_ring import hier_ring_allreduce, ring_positions
 from reactccl.algorithms.hier_tree import channel_parents, hier_tree_allreduce
 from reactccl.algorithms.nccl_chunks import tree_chunk_bytes, tree_slices
 from reactccl.algorithms.ring import ring_allreduce
-from reactccl.algorithms.sizes import pattern_size
+from reactccl.algorithms.sizes import generate_bytes, pattern_size
 from reactccl.algorithms.tree import flat_nccl_tree
 from reactccl.pattern import PatternError
 
@@ -246,3 +248,14 @@ def test_size_estimates_bound_the_servers_patterns(name, n, opts):
 
 def test_direct_calls_keep_the_flat_defaults():
     assert same_arrays(ring_allreduce(6), generate("ring", 6))
+
+
+@pytest.mark.parametrize("name, n, opts", [("ring", 128, {"gpus": 8}), ("nccl-tree", 256, {"gpus": 8, "size": 64e6})])
+def test_generate_estimate_bounds_the_measured_peak_on_servers(name, n, opts):
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    generate(name, n, **opts)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    tracemalloc.stop()
+    est = generate_bytes(name, n, opts)
+    assert peak <= est <= 8 * peak + (2 << 20), (peak, est)
