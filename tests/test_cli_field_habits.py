@@ -33,9 +33,13 @@ def test_version_and_python_m(capsys):
 
 def test_generator_options_from_signatures():
     # slices: none = NCCL's chunk rule for the message size (given as size, or by perf / simulate)
+    servers = [{"name": k, "type": "int or none", "default": None, "required": False}
+               for k in ("servers", "gpus", "nics", "channels")] + \
+        [{"name": "hierarchy", "type": "one of servers, flat", "default": "servers", "required": False}]
     assert options("nccl-tree") == [{"name": "slices", "type": "int or none", "default": None, "required": False},
-                                    {"name": "size", "type": "float or none", "default": None, "required": False}]
-    assert options("ring") == []
+                                    {"name": "size", "type": "float or none", "default": None, "required": False},
+                                    *servers]
+    assert options("ring") == servers
     assert options("k-sp-allreduce")[0] == {"name": "k", "type": "int", "default": 2, "required": False}
     assert options("swing-b")[0]["type"] == "shape or none"
     assert options("recursive-doubling")[0]["type"] == "one of dissemination, fold"

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 
-from ..pattern import verify_bytes
+from ..pattern import PatternError, verify_bytes
+from .hier import resolve_channels, server_shape
 from .nccl_chunks import tree_slices
 
 __all__ = ["pattern_size", "generate_bytes", "GEN_BYTES_PER_FLOW", "GEN_BYTES_PER_PAIR"]
@@ -42,6 +43,19 @@ def _dims(options: dict) -> int:
     return d if isinstance(d, int) and d > 0 else 2
 
 
+def _servers(n: int, options: dict, tree: bool) -> tuple[int, int]:
+    """``(G, C)`` of a ring or tree on servers from its options (:mod:`.hier`); the flat
+    pattern's ``(1, 1 or 2)`` where the options are flat or wrong (the generator names the error)."""
+    flat = (1, 2 if tree else 1)
+    if options.get("hierarchy") == "flat":
+        return flat
+    try:
+        shape = server_shape(n, options.get("servers"), options.get("gpus"), options.get("nics"))
+        return shape.gpus, resolve_channels(shape, options.get("channels"), tree)
+    except PatternError:
+        return flat
+
+
 def pattern_size(name: str, n: int, options: dict) -> tuple[int, int] | None:
     """``(chunks, pairs)`` that generator ``name`` makes for ``n`` ranks (upper estimates),
     or None when there is no formula for it. ``options`` as :func:`generate` passes them."""
@@ -49,19 +63,23 @@ def pattern_size(name: str, n: int, options: dict) -> tuple[int, int] | None:
     if name in ("binomial-broadcast", "binomial-reduce"):
         return 1, n
     if name == "nccl-tree":
+        gpus, c = _servers(n, options, tree=True)
         s = options.get("slices")
         if s is None and isinstance(options.get("size"), (int, float)):
             try:
-                s = tree_slices(options["size"], n)
+                s = tree_slices(options["size"], n, c, gpus)
             except ValueError:
                 s = 1
         s = s if isinstance(s, int) and s > 0 else 1
-        return 2 * s, 4 * n * s
+        return c * s, 2 * c * n * s
     if name == "rd-allreduce":
         return 1, n * _log2(n)
     if name in ("recursive-doubling", "ring-allgather", "ring-reducescatter"):
         return n, n * n
-    if name in ("ring", "rabenseifner", "sp-spineleaf"):
+    if name == "ring":
+        c = _servers(n, options, tree=False)[1]
+        return c * n, 2 * c * n * n
+    if name in ("rabenseifner", "sp-spineleaf"):
         return n, 2 * n * n
     if name in ("bucket", "k-sp-allreduce", "sp-allreduce", "sp-allreduce-2h1", "sp-hyperx", "swing-b", "torus-ring"):
         return 2 * d * n, 4 * d * n * n
