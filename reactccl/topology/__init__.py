@@ -5,8 +5,8 @@ ranks on hosts.
 Knows nothing of patterns. See DESIGN.md "Layers".
 """
 
-from .dragonfly import dragonfly
 from .builders import DEFAULT_LATENCY, DEFAULT_RATE, alibaba, fat_tree, full_mesh_tors, leaf_spine, star
+from .dragonfly import dragonfly
 from .graph import Topology, TopologyError, add_cable, stable_hash
 from .server_fabrics import rail, with_servers
 from .servers import ServerLayout

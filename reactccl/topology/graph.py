@@ -276,7 +276,7 @@ class Topology:
         Raises:
             TopologyError: a pair with no path.
         """
-        out = [self._paths.get((int(s), int(d))) for s, d in zip(src.tolist(), dst.tolist())]
+        out = [self._paths.get((int(s), int(d))) for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
         todo = [i for i, t in enumerate(out) if t is None]
         if todo:
             s_todo, d_todo = src[todo], dst[todo]
@@ -284,7 +284,7 @@ class Topology:
                 got = self.servers.path_tables(self, s_todo, d_todo)
             else:
                 got = self.fewest_hops().tables(self._host_node[s_todo], self._host_node[d_todo])
-            for i, s, d, table in zip(todo, s_todo.tolist(), d_todo.tolist(), got):
+            for i, s, d, table in zip(todo, s_todo.tolist(), d_todo.tolist(), got, strict=True):
                 if table is None:
                     raise TopologyError(f"no path from host {self.hosts[s]!r} to host {self.hosts[d]!r} "
                                         f"in {self.name}")
@@ -442,16 +442,36 @@ class Topology:
             out.name = f"{self.name} (degraded {len(rates)} links)"
         return out
 
+    def link_kinds(self) -> np.ndarray:
+        """What each link is, shape ``(L,)`` of str: ``"nvlink"`` (GPU <-> NVSwitch), ``"pcie"`` (GPU <->
+        NIC), ``"nic"`` (NIC <-> fabric switch) or ``"fabric"`` (everything else; every link of a
+        topology without servers)."""
+        if self.servers is None:
+            return np.full(self.num_links, "fabric")
+        return self.servers.link_kind_names()
+
+    def network_cables(self) -> np.ndarray:
+        """Rows of :meth:`cables` that are NIC or fabric cables (not NVLink, not PCIe): the cables a
+        random gray failure of the network can hit. Every cable of a topology without servers."""
+        cables = self.cables()
+        if self.servers is None:
+            return cables
+        net = np.zeros(self.num_links, dtype=bool)
+        net[self.servers.fabric_links()] = True   # NIC and fabric links
+        return cables[net[cables[:, 0]]]
+
     def link_rows(self) -> list[dict]:
         """Every directed link as a dict: ``link`` id, ``cable`` id (row of :meth:`cables`),
-        ``src``/``dst`` node names, ``capacity`` (bit/s), ``latency`` (s); in link-id order."""
+        ``src``/``dst`` node names, ``kind`` (:meth:`link_kinds`), ``capacity`` (bit/s), ``latency``
+        (s); in link-id order."""
         cable_of = np.full(self.num_links, -1, dtype=np.int64)
         for c, pair in enumerate(self.cables().tolist()):
             for l in pair:
                 if l >= 0:
                     cable_of[l] = c
+        kind = self.link_kinds()
         return [{"link": l, "cable": int(cable_of[l]), "src": self.nodes[self.link_src[l]],
-                 "dst": self.nodes[self.link_dst[l]], "capacity": float(self.capacity[l]),
+                 "dst": self.nodes[self.link_dst[l]], "kind": str(kind[l]), "capacity": float(self.capacity[l]),
                  "latency": float(self.latency[l])} for l in range(self.num_links)]
 
     def describe_link(self, lid: int) -> str:

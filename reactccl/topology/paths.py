@@ -82,13 +82,13 @@ class FewestHops:
         """
         s = np.asarray(sources, dtype=np.int64).reshape(-1)
         lo, hi = self._out_ptr[s], self._out_ptr[s + 1]
-        succ = np.unique(self._out_nbr[np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())]
-                                                       or [np.zeros(0, np.int64)])])
+        ranges = [np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+        succ = np.unique(self._out_nbr[np.concatenate(ranges or [np.zeros(0, np.int64)])])
         if len(succ) >= len(s):
             return self._bfs(s)
         via = self._bfs(succ)
         out = np.full((len(s), self.num_nodes), np.inf)
-        for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
+        for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True)):
             rows = np.searchsorted(succ, self._out_nbr[a:b])
             if len(rows) == 1:
                 np.add(via[rows[0]], 1.0, out=out[i])
@@ -108,7 +108,7 @@ class FewestHops:
         to itself has one empty path, shape ``(1, 0)``. Tables are cached per pair."""
         src = np.asarray(src, dtype=np.int64).reshape(-1)
         dst = np.asarray(dst, dtype=np.int64).reshape(-1)
-        out: list[np.ndarray | None] = [self._cache.get((int(s), int(d))) for s, d in zip(src, dst)]
+        out: list[np.ndarray | None] = [self._cache.get((int(s), int(d))) for s, d in zip(src, dst, strict=True)]
         todo = [i for i, t in enumerate(out) if t is None]
         if not todo:
             return out

@@ -147,14 +147,19 @@ class ServerLayout:
                    pxn=bool(pxn), server_of_host=_frozen(server_of_host), local_of_host=_frozen(local_of_host),
                    gpu_host=_frozen(gpu_host), nvswitch=_frozen(nvswitch), nic_node=_frozen(nic_node),
                    nic_of_local=_frozen(nic_of_local), rail=_frozen(rails),
-                   **{k: _frozen(v) for k, v in arrays.items()}, nic_up=_frozen(nic_up), nic_down=_frozen(nic_down),
-                   link_kind=_frozen(kind, np.int8))
+                   nvlink_up=_frozen(arrays["nvlink_up"]), nvlink_down=_frozen(arrays["nvlink_down"]),
+                   pcie_up=_frozen(arrays["pcie_up"]), pcie_down=_frozen(arrays["pcie_down"]),
+                   nic_up=_frozen(nic_up), nic_down=_frozen(nic_down), link_kind=_frozen(kind, np.int8))
 
     # ------------------------------------------------------------------ facts
     @property
     def num_gpus(self) -> int:
         """S x G."""
         return self.S * self.G
+
+    def link_kind_names(self) -> np.ndarray:
+        """:attr:`link_kind` as names from :data:`LINK_KINDS`, shape ``(L,)`` of str."""
+        return np.array(LINK_KINDS)[self.link_kind]
 
     def fabric_links(self) -> np.ndarray:
         """Link ids of the network proper (NIC and fabric links; no NVLink, no PCIe), sorted."""
@@ -183,8 +188,8 @@ class ServerLayout:
         g = self._fabric.get("graph")
         if g is None:
             g = self._fabric["graph"] = topology.graph.edge_subgraph(
-                [(topology.nodes[topology.link_src[l]], topology.nodes[topology.link_dst[l]])
-                 for l in self.fabric_links().tolist()])
+                [(topology.nodes[topology.link_src[lk]], topology.nodes[topology.link_dst[lk]])
+                 for lk in self.fabric_links().tolist()])
         return g
 
     def path_tables(self, topology: Topology, src: np.ndarray, dst: np.ndarray,
@@ -201,7 +206,7 @@ class ServerLayout:
         tails: list[list[int]] = []
         ends: list[tuple[int, int]] = []
         inter: list[int] = []
-        for i, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
+        for i, (s, d) in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
             ss, sd = int(self.server_of_host[s]), int(self.server_of_host[d])
             ls, ld = int(self.local_of_host[s]), int(self.local_of_host[d])
             if s == d:
@@ -238,7 +243,7 @@ class ServerLayout:
                       topology.nodes[a] in g and topology.nodes[b] in g else None for a, b in pairs.tolist()]
         else:
             fabric = self._finder(topology).tables(pairs[:, 0], pairs[:, 1])
-        for i, head, tail, table in zip(inter, heads, tails, fabric):
+        for i, head, tail, table in zip(inter, heads, tails, fabric, strict=True):
             if table is None:
                 continue
             m = len(table)
