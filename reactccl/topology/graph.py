@@ -360,17 +360,13 @@ class Topology:
         length = hops[inv]
         ptr = np.zeros(F + 1, dtype=np.int64)
         np.cumsum(length, out=ptr[1:])
-        links = np.empty(int(ptr[-1]), dtype=np.int64)
         choice = (h % counts[inv]).astype(np.int64)
-        order = np.argsort(inv, kind="stable")
-        bounds = np.searchsorted(inv[order], np.arange(len(upairs) + 1))
-        for u, table in enumerate(tables):  # one vectorised gather per distinct (src, dst)
-            fl = order[bounds[u]:bounds[u + 1]]
-            if table.shape[1] == 0:
-                continue
-            rows = table[choice[fl]]
-            pos = ptr[fl][:, None] + np.arange(table.shape[1])
-            links[pos] = rows
+        # every table flattened into one array; flow f's path starts at its pair's table, row choice[f]
+        flat = np.concatenate([t.reshape(-1) for t in tables])
+        base = np.zeros(len(tables), dtype=np.int64)
+        np.cumsum((hops * counts.astype(np.int64))[:-1], out=base[1:])
+        start = base[inv] + choice * length
+        links = flat[np.repeat(start - ptr[:-1], length) + np.arange(int(ptr[-1]))]
         return ptr, links
 
     def _routed_paths(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -157,12 +157,15 @@ class FewestHops:
         return paths
 
 
-def nx_fewest_hop_paths(graph: nx.DiGraph, link_of: dict[tuple, int], src, dst) -> np.ndarray | None:
+def nx_fewest_hop_paths(graph: nx.DiGraph, link_of: dict[tuple, int], src, dst,
+                        pred: dict | None = None) -> np.ndarray | None:
     """The reference: every fewest-hop path from node ``src`` to node ``dst`` of ``graph`` as link
     ids (``link_of[(u, v)]``), rows sorted, shape ``(m, hops)``; None if unreachable. Walks the
-    BFS predecessor lists of ``networkx.predecessor`` back from ``dst``, as routing did before
-    :class:`FewestHops` (about 50 ms per source on a fat-tree of k = 32)."""
-    pred = nx.predecessor(graph, src)
+    BFS predecessor lists ``pred = networkx.predecessor(graph, src)`` (computed when not given)
+    back from ``dst``, as routing did before :class:`FewestHops` (one search per source: about
+    50 ms on a fat-tree of k = 32)."""
+    if pred is None:
+        pred = nx.predecessor(graph, src)
     if dst not in pred:
         return None
     paths: list[list[int]] = []

@@ -193,11 +193,12 @@ class ServerLayout:
         return g
 
     def path_tables(self, topology: Topology, src: np.ndarray, dst: np.ndarray,
-                    reference: bool = False) -> list[np.ndarray | None]:
+                    reference: bool = False, preds: dict | None = None) -> list[np.ndarray | None]:
         """The paths of host pairs ``(src[i], dst[i])`` under this layout's routing (module
         docstring): per pair an int64 array ``(m, hops)`` of link ids, rows sorted, read-only
         (None where the fabric joins no path). ``reference=True`` finds the fabric part with
-        networkx (:func:`~.paths.nx_fewest_hop_paths`) instead of :class:`~.paths.FewestHops`."""
+        networkx (:func:`~.paths.nx_fewest_hop_paths`) instead of :class:`~.paths.FewestHops`,
+        keeping each source's predecessor lists in ``preds`` if given (the old per-source cache)."""
         src = np.asarray(src, dtype=np.int64).reshape(-1)
         dst = np.asarray(dst, dtype=np.int64).reshape(-1)
         host_node = topology._host_node
@@ -239,8 +240,18 @@ class ServerLayout:
         pairs = np.array(ends, dtype=np.int64)
         if reference:
             g, link_of = self._fabric_graph(topology), topology._link_of
-            fabric = [nx_fewest_hop_paths(g, link_of, topology.nodes[a], topology.nodes[b]) if
-                      topology.nodes[a] in g and topology.nodes[b] in g else None for a, b in pairs.tolist()]
+            fabric = []
+            for a, b in pairs.tolist():
+                na, nb = topology.nodes[a], topology.nodes[b]
+                if na not in g or nb not in g:
+                    fabric.append(None)
+                    continue
+                pred = None
+                if preds is not None:
+                    pred = preds.get(na)
+                    if pred is None:
+                        pred = preds[na] = nx.predecessor(g, na)
+                fabric.append(nx_fewest_hop_paths(g, link_of, na, nb, pred))
         else:
             fabric = self._finder(topology).tables(pairs[:, 0], pairs[:, 1])
         for i, head, tail, table in zip(inter, heads, tails, fabric, strict=True):
