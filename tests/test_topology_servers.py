@@ -197,3 +197,21 @@ def test_placement_on_servers():
         placement(t, 9, "first")
     with pytest.raises(TopologyError, match="9 ranks need 9 GPUs"):
         placement(t, 9, "random")
+
+
+@pytest.mark.parametrize("spec", ["rail:servers=3,gpus=4", "rail:servers=3,gpus=4,nics=2,pxn=0",
+                                  "fat-tree:k=4,gpus=2", "rail:servers=2,gpus=4,nics=2"])
+def test_flow_nics_match_the_routes(spec):
+    # the NIC ids flow_nics reports are those whose fabric cable the routed path crosses
+    t = parse_topology(spec)
+    lay = t.servers
+    H = t.num_hosts
+    src, dst = np.divmod(np.arange(H * H), H)
+    out, into = lay.flow_nics(src, dst)
+    up = {int(lk): i for i, lk in enumerate(lay.nic_up.ravel().tolist())}
+    down = {int(lk): i for i, lk in enumerate(lay.nic_down.ravel().tolist())}
+    for f in range(H * H):
+        for p in t.shortest_paths(int(src[f]), int(dst[f])):
+            assert [up[lk] for lk in p.tolist() if lk in up] == ([] if out[f] < 0 else [out[f]])
+            assert [down[lk] for lk in p.tolist() if lk in down] == ([] if into[f] < 0 else [into[f]])
+    assert repr(t).endswith(f"servers={lay.S}x{lay.G} GPUs, {lay.K} NICs each)")

@@ -198,6 +198,8 @@ class Topology:
 
     def __repr__(self) -> str:
         routed = ", fixed routes" if self.router is not None else ""
+        if self.servers is not None:
+            routed += f", servers={self.servers.S}x{self.servers.G} GPUs, {self.servers.K} NICs each"
         return (f"Topology({self.name!r}, hosts={self.num_hosts}, switches={len(self.nodes) - self.num_hosts}, "
                 f"links={self.num_links}{routed})")
 

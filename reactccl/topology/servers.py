@@ -176,6 +176,23 @@ class ServerLayout:
             raise ValueError(f"host {host} is not a GPU of a server")
         return s, int(self.nic_of_local[self.local_of_host[host]])
 
+    def flow_nics(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The NICs the routing sends flows ``src[i] -> dst[i]`` (host ids, shape ``(F,)``) out of
+        and into, as flat NIC ids ``server * K + k``, each shape ``(F,)``; -1 where the flow does
+        not use one (inside a server, or the end is a storage host). Out: with PXN the NIC on the
+        destination's rail, else the sender's own; in: the destination GPU's own NIC (the module
+        docstring). What detection groups FCT evidence by."""
+        src = np.asarray(src, dtype=np.int64).reshape(-1)
+        dst = np.asarray(dst, dtype=np.int64).reshape(-1)
+        ss, sd = self.server_of_host[src], self.server_of_host[dst]
+        ls, ld = self.local_of_host[src], self.local_of_host[dst]
+        inter = (ss != sd) | (ss < 0)
+        own_s, own_d = self.nic_of_local[np.maximum(ls, 0)], self.nic_of_local[np.maximum(ld, 0)]
+        k_out = np.where(self.pxn & (sd >= 0), own_d, own_s)
+        out = np.where(inter & (ss >= 0), ss * self.K + k_out, -1)
+        into = np.where(inter & (sd >= 0), sd * self.K + own_d, -1)
+        return out, into
+
     # ---------------------------------------------------------------- routing
     def _finder(self, topology: Topology) -> FewestHops:
         hops = self._fabric.get("fast")
