@@ -54,12 +54,14 @@ def test_server_specs_names_and_options():
     assert lay.nic_of_local.tolist() == [0, 0, 1, 1]
     assert t.hosts[-1] == "st0" and t.num_hosts == 9
     assert parse_topology("rail:servers=2,gpus=2,nvlink=450GB/s").name == "rail:servers=2,gpus=2"
+    assert parse_topology(t.name).name == t.name       # a name is a spec of the same topology
     f = parse_topology("fat-tree:k=4,gpus=2")
     assert f.name == "fat-tree:k=4,gpus=2" and (f.servers.S, f.servers.G, f.servers.K) == (16, 2, 1)
     assert f.num_hosts == 32 and f.num_links == 96 - 32 + 16 * (4 * 2 + 2 * 1)
     assert f.servers.nic_rate == 100e9 and not f.servers.pxn
     g = parse_topology("leaf-spine:leaves=2,spines=2,hosts=2,rate=50G,gpus=4,nics=2,pxn=1")
     assert g.name == "leaf-spine:leaves=2,spines=2,hosts=2,rate=50G,gpus=4,nics=2,pxn=1"
+    assert parse_topology(g.name).num_links == g.num_links and parse_topology(g.name).servers.pxn
     assert set(g.capacity[g.servers.nic_up.ravel()].tolist()) == {50e9}
     # both NICs of a slot on the slot's switch, each with its own cable
     assert [g.describe_link(int(lk)) for lk in g.servers.nic_up[1]] == ["s1nic0->leaf0", "s1nic1->leaf0"]
