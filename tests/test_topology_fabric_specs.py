@@ -45,7 +45,7 @@ def test_hyperx_and_spineleaf_specs():
     ("hyperx:4x3", r"HyperX sides must be equal and >= 2, got 4x3"),
     ("spineleaf:4", r"expected spineleaf:LEAVESxQ .*got 4"),
     ("spineleaf:0x4", r"expected spineleaf:LEAVESxQ .*got 0x4"),
-    ("mesh:4x4", r"known: alibaba, dragonfly, fat-tree, full-mesh, hyperx, leaf-spine, spineleaf, star, torus"),
+    ("mesh:4x4", r"known: alibaba, dragonfly, fat-tree, full-mesh, hyperx, leaf-spine, rail, spineleaf, star, torus"),
 ])
 def test_fabric_spec_errors(spec, match):
     with pytest.raises(TopologyError, match=match):

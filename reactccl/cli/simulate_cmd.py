@@ -199,15 +199,21 @@ def render_comparison(base: SimulationResult, react: SimulationResult, warmup: i
         console.print(log.report())
 
 
-def list_links(topology: str, console: Console) -> None:
-    """Print every directed link of ``topology`` (a spec) with its cable id, for ``--degrade``."""
+def list_links(topology: str, console: Console, as_json: bool = False) -> None:
+    """Print every directed link of ``topology`` (a spec) with its cable id and kind (nvlink, pcie,
+    nic, fabric), for ``--degrade``; ``as_json``: one JSON document (schema ``reactccl.links/1``)."""
     topo = parse_topology(topology)
+    rows = topo.link_rows()
+    if as_json:
+        json.dump({"schema": "reactccl.links/1", "topology": topo.name, "links": rows}, sys.stdout)
+        sys.stdout.write("\n")
+        return
     table = Table(title=f"{topo.name}: {topo.num_links} links in {len(topo.cables())} cables "
                         "(--degrade link=ID is one direction, cable=ID both)", title_justify="left")
-    for col in ("link", "cable", "from", "to", "capacity", "latency"):
+    for col in ("link", "cable", "from", "to", "kind", "capacity", "latency"):
         table.add_column(col, justify="right" if col in ("link", "cable") else "left")
-    for row in topo.link_rows():
-        table.add_row(str(row["link"]), str(row["cable"]), str(row["src"]), str(row["dst"]),
+    for row in rows:
+        table.add_row(str(row["link"]), str(row["cable"]), str(row["src"]), str(row["dst"]), row["kind"],
                       f"{row['capacity'] / 1e9:g} Gbps", format_time(row["latency"]))
     console.print(table)
 
@@ -250,7 +256,7 @@ def _check_args(args) -> None:
 def _cmd_simulate(args) -> int:
     if args.list_links:
         try:
-            list_links(args.topology, Console(highlight=False, soft_wrap=True))
+            list_links(args.topology, Console(highlight=False, soft_wrap=True), as_json=args.json)
         except (TopologyError, UnitError) as exc:
             return report(exc)
         return 0
@@ -303,7 +309,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "fabrics of SP-allreduce (fixed geometry routes, hosts n0.. row-major, links 400G and "
                         "400ns per hop unless given): torus:AxB[xC] (sides >= 3), hyperx:NxN, "
                         "spineleaf:LEAVESxQ; dragonfly:a=4,p=2,h=2 (minimal local-global-local routes, 100G, 1us); "
-                        "add ,rate=100G,latency=1us to any (default fat-tree:k=4) "
+                        "add ,rate=100G,latency=1us to any. Multi-GPU servers (a GPU per host, NVLink inside a "
+                        "server, NICs between): rail:servers=S,gpus=G[,nics=K,spines=,leaves_per_rail=,storage=,"
+                        "pxn=0] (rail-optimized: NIC r of every server on rail r's leaf, spines above; one 400G "
+                        "NIC per GPU, PXN on) or gpus=G[,nics=K] on a switched builder, e.g. fat-tree:k=8,gpus=8 "
+                        "(one shared NIC per server at the fabric rate); NVLink 450GB/s and PCIe 64GB/s per GPU "
+                        "per direction unless nvlink=/pcie= (3600G or 450GB/s) (default fat-tree:k=4) "
                         f"[at most {MAX_LINKS} directed links]")
     p.add_argument("--size", "-s", default="20MB", help="message size, e.g. 20MB (decimal) or 64MiB (default 20MB)")
     p.add_argument("--epochs", "-e", type=int, default=100, help="epochs to simulate (default 100)")
@@ -314,10 +325,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--degrade", "-d", action="append", metavar="SPEC",
                    help="random:k=2:rate=30G (k random cables, both directions) | job:k=1:rate=30G (k random "
                         "cables on the job's own paths, so the job surely meets them) | cable=5:rate=30G (both "
-                        "directions of cable 5) | link=12:rate=30G (directed link 12 only); rate <= the link's "
-                        "capacity; ids from --list-links (repeatable)")
+                        "directions of cable 5) | link=12:rate=30G or link=s0nic1->r1l0:rate=30G (one directed "
+                        "link) | nic:server=2,nic=1,rate=100G (a server's NIC cable); random and job draw network "
+                        "cables only (no NVLink or PCIe); rate <= the link's capacity; ids from --list-links "
+                        "(repeatable)")
     p.add_argument("--list-links", action="store_true",
-                   help="print the links of --topology with their link and cable ids, then exit")
+                   help="print the links of --topology with their link and cable ids and kind (nvlink, pcie, "
+                        "nic, fabric), then exit (with --json: one JSON document)")
     p.add_argument("--ecmp-ports", dest="ports", type=int, default=4,
                    help="ECMP ports per flow, one drawn per epoch (default 4; no effect on fixed-route fabrics)")
     deprecated_alias(p, "--ports", "--ecmp-ports")  # demo's name; one name per option across commands

@@ -7,7 +7,10 @@ links. Hosts are numbered 0..H-1 in the order they were added to the graph.
 
 Routing follows REACT §7.3: flows take shortest paths (fewest hops) and ECMP
 picks one of them by hashing (src, dst, flow, port) with a stable hash
-(splitmix64, not Python's salted ``hash``), so a run is reproducible.
+(splitmix64, not Python's salted ``hash``), so a run is reproducible. The paths are
+enumerated from compiled BFS distances (:mod:`.paths`). A topology of multi-GPU servers
+carries a :class:`~.servers.ServerLayout` (``servers``) whose routing (NVLink inside a server,
+NICs and PXN between servers, ECMP over the fabric only) gives the paths instead.
 
 A topology may instead carry a fixed *router* (``router=``): a vectorised
 ``route(src_hosts, dst_hosts) -> (pair_index, link)`` that gives every (src, dst)
@@ -21,11 +24,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
 
 from ..errors import ReactcclError
+from .paths import FewestHops, nx_fewest_hop_paths
+
+if TYPE_CHECKING:
+    from .servers import ServerLayout
 
 __all__ = ["Router", "Topology", "TopologyError", "add_cable", "stable_hash", "check_size", "MAX_LINKS"]
 
@@ -103,6 +111,8 @@ class Topology:
         capacity, latency: per-link arrays, shape ``(L,)`` (bit/s, s).
         link_src, link_dst: per-link node indices, shape ``(L,)``.
         router: the fixed :data:`Router`, or None for ECMP over all shortest paths.
+        servers: the :class:`~.servers.ServerLayout` of a topology of multi-GPU servers (set by
+            its builder), or None (one rank per host).
 
     Args:
         graph, name: as the attributes.
@@ -150,8 +160,9 @@ class Topology:
             self._link_of[(u, v)] = i
         for arr in (self.capacity, self.latency, self.link_src, self.link_dst):
             arr.flags.writeable = False
-        self._pred: dict[int, dict] = {}  # host id -> BFS predecessor lists (shared by degraded copies)
-        self._paths: dict[tuple[int, int], np.ndarray] = {}
+        self._routing: dict[str, FewestHops] = {}  # path finders (shared by degraded copies)
+        self._paths: dict[tuple[int, int], np.ndarray] = {}  # (src host, dst host) -> paths (shared too)
+        self.servers: ServerLayout | None = None
         self.router = router
         host_node = np.array([index[h] for h in self.hosts], dtype=np.int64)
         host_node.flags.writeable = False
@@ -187,6 +198,8 @@ class Topology:
 
     def __repr__(self) -> str:
         routed = ", fixed routes" if self.router is not None else ""
+        if self.servers is not None:
+            routed += f", servers={self.servers.S}x{self.servers.G} GPUs, {self.servers.K} NICs each"
         return (f"Topology({self.name!r}, hosts={self.num_hosts}, switches={len(self.nodes) - self.num_hosts}, "
                 f"links={self.num_links}{routed})")
 
@@ -242,7 +255,8 @@ class Topology:
 
     # ---------------------------------------------------------------- routing
     def shortest_paths(self, src_host, dst_host) -> list[np.ndarray]:
-        """All fewest-hop paths from ``src_host`` to ``dst_host`` as link-id arrays.
+        """All fewest-hop paths from ``src_host`` to ``dst_host`` as link-id arrays (on a servers
+        topology: the paths its routing allows, :mod:`.servers`), the choices ECMP hashes among.
 
         Order is deterministic (lexicographic in link ids); the result is cached.
         All paths have the same length (0 links when src == dst).
@@ -253,32 +267,55 @@ class Topology:
         return list(self._path_array(self.host_id(src_host), self.host_id(dst_host)))
 
     def _path_array(self, s: int, d: int) -> np.ndarray:
-        """All shortest paths from host ``s`` to host ``d``, shape ``(m, hops)``."""
-        key = (s, d)
-        arr = self._paths.get(key)
-        if arr is not None:
-            return arr
-        pred = self._pred.get(s)
-        if pred is None:
-            pred = nx.predecessor(self.graph, self.hosts[s])
-            self._pred[s] = pred
-        target = self.hosts[d]
-        if target not in pred:
-            raise TopologyError(f"no path from host {self.hosts[s]!r} to host {target!r} in {self.name}")
-        paths: list[list[int]] = []
-        stack: list[tuple[object, list[int]]] = [(target, [])]
-        while stack:  # walk the BFS predecessor DAG back from the target
-            node, tail = stack.pop()
-            ps = pred[node]
-            if not ps:
-                paths.append(tail[::-1])
-                continue
-            for p in ps:
-                stack.append((p, tail + [self._link_of[(p, node)]]))
-        arr = np.array(sorted(paths), dtype=np.int64).reshape(len(paths), -1)
-        arr.flags.writeable = False
-        self._paths[key] = arr
-        return arr
+        """All routable paths from host ``s`` to host ``d``, shape ``(m, hops)``."""
+        return self._path_tables(np.array([s]), np.array([d]))[0]
+
+    def _path_tables(self, src: np.ndarray, dst: np.ndarray) -> list[np.ndarray]:
+        """Path tables of host pairs ``(src[i], dst[i])`` (cached per pair): every fewest-hop path
+        (:class:`~.paths.FewestHops`), or on a servers topology the paths its routing allows
+        (:meth:`~.servers.ServerLayout.path_tables`).
+
+        Raises:
+            TopologyError: a pair with no path.
+        """
+        out = [self._paths.get((int(s), int(d))) for s, d in zip(src.tolist(), dst.tolist(), strict=True)]
+        todo = [i for i, t in enumerate(out) if t is None]
+        if todo:
+            s_todo, d_todo = src[todo], dst[todo]
+            if self.servers is not None:
+                got = self.servers.path_tables(self, s_todo, d_todo)
+            else:
+                got = self.fewest_hops().tables(self._host_node[s_todo], self._host_node[d_todo])
+            for i, s, d, table in zip(todo, s_todo.tolist(), d_todo.tolist(), got, strict=True):
+                if table is None:
+                    raise TopologyError(f"no path from host {self.hosts[s]!r} to host {self.hosts[d]!r} "
+                                        f"in {self.name}")
+                self._paths[(s, d)] = out[i] = table
+        return out  # type: ignore[return-value]
+
+    def fewest_hops(self) -> FewestHops:
+        """The fewest-hop path finder over all links (built once, shared by degraded copies)."""
+        hops = self._routing.get("all")
+        if hops is None:
+            hops = self._routing["all"] = FewestHops(len(self.nodes), self.link_src, self.link_dst)
+        return hops
+
+    def reference_paths(self, src_host, dst_host) -> np.ndarray:
+        """The paths of :meth:`shortest_paths` found the slow, plain way (networkx BFS predecessor
+        lists, :func:`~.paths.nx_fewest_hop_paths`), shape ``(m, hops)``: the reference the fast
+        path is tested and benchmarked against.
+
+        Raises:
+            TopologyError: unknown host or no path.
+        """
+        s, d = self.host_id(src_host), self.host_id(dst_host)
+        if self.servers is not None:
+            table = self.servers.path_tables(self, np.array([s]), np.array([d]), reference=True)[0]
+        else:
+            table = nx_fewest_hop_paths(self.graph, self._link_of, self.hosts[s], self.hosts[d])
+        if table is None:
+            raise TopologyError(f"no path from host {self.hosts[s]!r} to host {self.hosts[d]!r} in {self.name}")
+        return table
 
     def ecmp_path(self, src_host, dst_host, key: Sequence[int]) -> np.ndarray:
         """The shortest path ECMP picks for one flow: index ``stable_hash(src, dst, *key) mod m``
@@ -319,23 +356,19 @@ class Topology:
         h = stable_hash(src, dst, *keys.T)
         pair = src * H + dst
         upairs, inv = np.unique(pair, return_inverse=True)
-        tables = [self._path_array(int(p // H), int(p % H)) for p in upairs]
+        tables = self._path_tables(upairs // H, upairs % H)
         hops = np.array([t.shape[1] for t in tables], dtype=np.int64)
         counts = np.array([t.shape[0] for t in tables], dtype=np.uint64)
         length = hops[inv]
         ptr = np.zeros(F + 1, dtype=np.int64)
         np.cumsum(length, out=ptr[1:])
-        links = np.empty(int(ptr[-1]), dtype=np.int64)
         choice = (h % counts[inv]).astype(np.int64)
-        order = np.argsort(inv, kind="stable")
-        bounds = np.searchsorted(inv[order], np.arange(len(upairs) + 1))
-        for u, table in enumerate(tables):  # one vectorised gather per distinct (src, dst)
-            fl = order[bounds[u]:bounds[u + 1]]
-            if table.shape[1] == 0:
-                continue
-            rows = table[choice[fl]]
-            pos = ptr[fl][:, None] + np.arange(table.shape[1])
-            links[pos] = rows
+        # every table flattened into one array; flow f's path starts at its pair's table, row choice[f]
+        flat = np.concatenate([t.reshape(-1) for t in tables])
+        base = np.zeros(len(tables), dtype=np.int64)
+        np.cumsum((hops * counts.astype(np.int64))[:-1], out=base[1:])
+        start = base[inv] + choice * length
+        links = flat[np.repeat(start - ptr[:-1], length) + np.arange(int(ptr[-1]))]
         return ptr, links
 
     def _routed_paths(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -407,16 +440,36 @@ class Topology:
             out.name = f"{self.name} (degraded {len(rates)} links)"
         return out
 
+    def link_kinds(self) -> np.ndarray:
+        """What each link is, shape ``(L,)`` of str: ``"nvlink"`` (GPU <-> NVSwitch), ``"pcie"`` (GPU <->
+        NIC), ``"nic"`` (NIC <-> fabric switch) or ``"fabric"`` (everything else; every link of a
+        topology without servers)."""
+        if self.servers is None:
+            return np.full(self.num_links, "fabric")
+        return self.servers.link_kind_names()
+
+    def network_cables(self) -> np.ndarray:
+        """Rows of :meth:`cables` that are NIC or fabric cables (not NVLink, not PCIe): the cables a
+        random gray failure of the network can hit. Every cable of a topology without servers."""
+        cables = self.cables()
+        if self.servers is None:
+            return cables
+        net = np.zeros(self.num_links, dtype=bool)
+        net[self.servers.fabric_links()] = True   # NIC and fabric links
+        return cables[net[cables[:, 0]]]
+
     def link_rows(self) -> list[dict]:
         """Every directed link as a dict: ``link`` id, ``cable`` id (row of :meth:`cables`),
-        ``src``/``dst`` node names, ``capacity`` (bit/s), ``latency`` (s); in link-id order."""
+        ``src``/``dst`` node names, ``kind`` (:meth:`link_kinds`), ``capacity`` (bit/s), ``latency``
+        (s); in link-id order."""
         cable_of = np.full(self.num_links, -1, dtype=np.int64)
         for c, pair in enumerate(self.cables().tolist()):
             for l in pair:
                 if l >= 0:
                     cable_of[l] = c
+        kind = self.link_kinds()
         return [{"link": l, "cable": int(cable_of[l]), "src": self.nodes[self.link_src[l]],
-                 "dst": self.nodes[self.link_dst[l]], "capacity": float(self.capacity[l]),
+                 "dst": self.nodes[self.link_dst[l]], "kind": str(kind[l]), "capacity": float(self.capacity[l]),
                  "latency": float(self.latency[l])} for l in range(self.num_links)]
 
     def describe_link(self, lid: int) -> str:

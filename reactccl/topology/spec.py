@@ -19,6 +19,7 @@ import numpy as np
 from . import builders
 from .dragonfly import dragonfly
 from .graph import Topology, TopologyError
+from .server_fabrics import rail, split_server_items, with_servers
 from .torus import (DEFAULT_HOP_LATENCY, DEFAULT_LINK_RATE, HyperXGeometry, SpineLeafGeometry, TorusGeometry,
                     fabric_topology)
 from .units import UnitError, parse_rate, parse_time
@@ -32,23 +33,26 @@ class _Entry:
     keys: dict[str, str]  # spec key -> builder keyword
     defaults: dict[str, int]
     example: str
+    optional: frozenset[str] = frozenset()  # keys that may be left out (the builder's default)
 
 
 TOPOLOGIES: dict[str, _Entry] = {}
 
 
 def register_topology(name: str, builder: Callable[..., Topology], keys: dict[str, str],
-                      example: str, defaults: dict[str, int] | None = None) -> None:
+                      example: str, defaults: dict[str, int] | None = None,
+                      optional: Sequence[str] = ()) -> None:
     """Make ``builder`` reachable from :func:`parse_topology` as ``name``.
 
     Args:
         keys: integer spec keys mapped to builder keywords, e.g. ``{"k": "k"}``.
         example: a valid spec shown in error messages.
         defaults: values for keys the spec may omit.
+        optional: keys the spec may omit, left to the builder's own default.
     """
     if name in TOPOLOGIES:
         raise ValueError(f"topology {name!r} registered twice")
-    TOPOLOGIES[name] = _Entry(builder, dict(keys), dict(defaults or {}), example)
+    TOPOLOGIES[name] = _Entry(builder, dict(keys), dict(defaults or {}), example, frozenset(optional))
 
 
 register_topology("star", builders.star, {"hosts": "num_hosts"}, "star:hosts=18")
@@ -61,6 +65,9 @@ register_topology("alibaba", builders.alibaba, {"tors": "tors", "aggs": "aggs", 
 register_topology("full-mesh", builders.full_mesh_tors, {"tors": "tors", "hosts": "hosts_per_tor"},
                   "full-mesh:tors=4,hosts=2")
 register_topology("dragonfly", dragonfly, {"a": "a", "p": "p", "h": "h"}, "dragonfly:a=4,p=2,h=2")
+register_topology("rail", rail, {"servers": "servers", "spines": "spines", "leaves_per_rail": "leaves_per_rail",
+                                 "storage": "storage"}, "rail:servers=4,gpus=8",
+                  optional=("spines", "leaves_per_rail", "storage"))
 
 
 #: Shape-spec fabrics of :mod:`reactccl.topology.torus`: name -> (shape, rule, example).
@@ -145,6 +152,18 @@ def parse_topology(spec: str) -> Topology:
     a·h+1 groups of ``a`` routers, ``p`` hosts per router, ``h`` global links per router)
     has fixed minimal local–global–local routes (:mod:`reactccl.topology.dragonfly`).
 
+    Multi-GPU servers (:mod:`reactccl.topology.servers`: every GPU a host, NVLink inside a
+    server, NICs between): ``rail:servers=S,gpus=G`` is a rail-optimized two-tier fabric (NIC r of
+    every server on rail r's leaf, spines above; keys ``nics=`` (default G, one per GPU),
+    ``nvlink=``, ``pcie=``, ``rate=`` (NICs and fabric, default 400 Gbit/s), ``latency=`` (every
+    link, default 1 µs), ``spines=``, ``leaves_per_rail=``, ``storage=`` (plain hosts on the
+    leaves, default one per leaf), ``pxn=0|1`` (default 1), see
+    :func:`~reactccl.topology.server_fabrics.rail`). ``gpus=G`` on a switched builder
+    (``fat-tree:k=8,gpus=8``) makes each host slot a server whose ``nics=`` NICs (default 1, shared)
+    take the slot's cable at the fabric's rate (``pxn=`` default 0). NVLink defaults to 450 GB/s
+    per GPU per direction and PCIe to 64 GB/s; ``nvlink=``/``pcie=`` take bits per second with a
+    unit (``3600G``) or bytes per second written ``450GB/s``.
+
     Direct-connect fabrics of SP-allreduce (:func:`reactccl.topology.torus.fabric_topology`:
     hosts ``n0..n{p-1}`` in row-major order, each flow on the geometry's fixed route;
     links 400 Gbit/s and 400 ns per hop by default, SP-allreduce §7.1):
@@ -159,11 +178,19 @@ def parse_topology(spec: str) -> Topology:
     name, _, rest = text.partition(":")
     name = name.strip().lower().replace("_", "-")
     items = [p.strip() for p in rest.replace(":", ",").split(",") if p.strip()]
-    if name in FABRICS:
-        return _fabric(text, name, items)
-    if name not in TOPOLOGIES:
+    if name not in TOPOLOGIES and name not in FABRICS:
         raise TopologyError(f"topology {text!r}: unknown name {name!r}; "
                             f"known: {', '.join(sorted([*TOPOLOGIES, *FABRICS]))}")
+    items, server = split_server_items(text, items)
+    if server and (name in FABRICS or name == "dragonfly"):
+        raise TopologyError(f"topology {text!r}: {'/'.join(sorted(server))} describe multi-GPU servers, which "
+                            f"sit on rail or a switched builder (star, fat-tree, leaf-spine, alibaba, full-mesh), "
+                            f"not on {name}, whose routes are fixed per host")
+    if server and "gpus" not in server:
+        raise TopologyError(f"topology {text!r}: {'/'.join(sorted(server))} need gpus=G (GPUs per server), "
+                            f"e.g. {name}:...,gpus=8")
+    if name in FABRICS:
+        return _fabric(text, name, items)
     entry = TOPOLOGIES[name]
     kwargs: dict[str, object]
     kwargs, given = _link_items(text, name, items, tuple(entry.keys), entry.example)
@@ -172,9 +199,14 @@ def parse_topology(spec: str) -> Topology:
             kwargs[kw] = given[key]
         elif key in entry.defaults:
             kwargs[kw] = entry.defaults[key]
-        else:
+        elif key not in entry.optional:
             raise TopologyError(f"topology {text!r}: missing key {key!r} (e.g. {entry.example})")
-    return entry.builder(**kwargs)
+    if name == "rail":
+        if "gpus" not in server:
+            raise TopologyError(f"topology {text!r}: missing key 'gpus' (e.g. {entry.example})")
+        return entry.builder(**kwargs, **server)
+    topo = entry.builder(**kwargs)
+    return with_servers(topo, **server) if server else topo  # type: ignore[arg-type]
 
 
 def placement(topology: Topology, num_ranks: int, spec: str | Sequence[int] | np.ndarray = "first",
@@ -184,14 +216,26 @@ def placement(topology: Topology, num_ranks: int, spec: str | Sequence[int] | np
     Args:
         spec: ``"first"`` (hosts 0..N-1), ``"random"`` (N distinct hosts in random order,
             drawn with ``seed``), an explicit sequence of host ids or names, or such a list as
-            text (``"0,5,9"``).
+            text (``"0,5,9"``). On a topology of servers (``topology.servers``) ``"first"`` puts
+            rank r on GPU r (server r // G, local r % G) and ``"random"`` takes ceil(N / G) whole
+            servers in random order, keeping the local order, so a job shares a server with no
+            other unless given an explicit list.
 
     Raises:
-        TopologyError: too few hosts, a repeated or unknown host, or a wrong length.
+        TopologyError: too few hosts (GPUs on servers), a repeated or unknown host, or a wrong length.
     """
     if isinstance(num_ranks, bool) or not isinstance(num_ranks, (int, np.integer)) or num_ranks < 1:
         raise TopologyError(f"ranks: expected an integer >= 1, got {num_ranks!r}")
     n, H = int(num_ranks), topology.num_hosts
+    layout = topology.servers
+    if layout is not None and isinstance(spec, str) and spec.strip().lower() in ("first", "random"):
+        if n > layout.num_gpus:
+            raise TopologyError(f"placement: {n} ranks need {n} GPUs but {topology.name} has {layout.num_gpus} "
+                                f"({layout.S} servers x {layout.G})")
+        if spec.strip().lower() == "first":
+            return layout.gpu_host.reshape(-1)[:n].astype(np.int64)
+        order = np.random.default_rng(seed).choice(layout.S, size=-(-n // layout.G), replace=False)
+        return layout.gpu_host[order].reshape(-1)[:n].astype(np.int64)
     if isinstance(spec, str) and spec.strip().lower() in ("first", "random"):
         if n > H:
             raise TopologyError(f"placement: {n} ranks need {n} hosts but {topology.name} has {H}")

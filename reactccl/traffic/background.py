@@ -305,31 +305,34 @@ def _degrade(topology: Topology, links: Iterable[int], rate: float, spec: str) -
 
 def random_degrade(topology: Topology, k: int, rate: float, seed: int = 0) -> dict[int, float]:
     """``k`` random cables (both directions) set to ``rate`` bit/s (REACT §7.3.4: gray failures
-    anywhere in the fabric). Draws with ``numpy.random.default_rng([seed, 2])``.
+    anywhere in the fabric). Draws with ``numpy.random.default_rng([seed, 2])`` from
+    :meth:`~reactccl.topology.Topology.network_cables`: every cable, except on a topology of
+    servers, where NVLink and PCIe cables are not part of the network and are never drawn.
 
     Raises:
-        BackgroundError: k < 1 or more than the topology's cables; rate <= 0 or above a
+        BackgroundError: k < 1 or more than the topology's network cables; rate <= 0 or above a
             picked link's capacity.
     """
-    cables = topology.cables()
+    cables = topology.network_cables()
     k = _check_p(k, "k", "degrade random")
     if k > len(cables):
-        raise BackgroundError(f"degrade: k={k} but {topology.name} has {len(cables)} cables")
+        raise BackgroundError(f"degrade: k={k} but {topology.name} has {len(cables)} network cables")
     rng = np.random.default_rng([int(seed), 2])
     pick = cables[np.sort(rng.choice(len(cables), size=k, replace=False))]
     return _degrade(topology, (l for l in pick.reshape(-1).tolist() if l >= 0), rate, f"degrade random:k={k}")
 
 
 def job_cables(topology: Topology, hosts: Sequence[int] | np.ndarray) -> np.ndarray:
-    """Cables (rows of :meth:`Topology.cables`) on any fewest-hop path between two of the job's
-    ``hosts`` (host ids): the cables a degrade can hit the job on."""
+    """Network cables (rows of :meth:`Topology.network_cables`: no NVLink or PCIe cable) on any
+    path ECMP may give a flow between two of the job's ``hosts`` (host ids): the cables a degrade
+    can hit the job on."""
     used: set[int] = set()
     hosts = [int(h) for h in hosts]
     for s in hosts:
         for d in hosts:
             if s != d:
                 used.update(np.unique(np.concatenate(topology.shortest_paths(s, d))).tolist())
-    cables = topology.cables()
+    cables = topology.network_cables()
     keep = np.isin(cables[:, 0], list(used)) | np.isin(cables[:, 1], list(used))
     return cables[keep]
 
@@ -354,16 +357,20 @@ def job_degrade(topology: Topology, hosts: Sequence[int] | np.ndarray, k: int, r
 
 def parse_degrade(spec: str, topology: Topology, seed: int = 0,
                   hosts: Sequence[int] | np.ndarray | None = None) -> dict[int, float]:
-    """Degraded links from text. Three forms:
+    """Degraded links from text. The forms:
 
-    * ``random:k=2:rate=30G`` -- k random *cables*, both directions (REACT §7.3.4);
-    * ``job:k=1:rate=30G`` -- k random cables on the job's paths (needs ``hosts``, the job's
-      host ids; :func:`job_degrade`);
+    * ``random:k=2:rate=30G`` -- k random *cables*, both directions (REACT §7.3.4); on a topology
+      of servers only NIC and fabric cables are drawn (:func:`random_degrade`);
+    * ``job:k=1:rate=30G`` -- k random network cables on the job's paths (needs ``hosts``, the
+      job's host ids; :func:`job_degrade`);
     * ``cable=5:rate=30G`` -- cable 5, both directions (``cable=5,7`` for several);
-    * ``link=12:rate=30G`` -- the one *directed* link 12 only (``link=12,13`` for several).
+    * ``link=12:rate=30G`` -- the one *directed* link 12 only (``link=12,13`` for several); a link
+      may also be named by its ends, ``link=s0nic1->r1l0:rate=100G``;
+    * ``nic:server=2,nic=1,rate=100G`` -- both directions of NIC 1 of server 2's fabric cable
+      (a topology of servers only).
 
     Cable ids are rows of :meth:`Topology.cables`; ``reactccl simulate --list-links`` prints
-    every link with its cable. The rate must be > 0 and at most the link's capacity.
+    every link with its cable and kind. The rate must be > 0 and at most the link's capacity.
 
     Returns:
         ``{link_id: bit/s}`` for :meth:`Topology.degraded`.
@@ -388,16 +395,22 @@ def parse_degrade(spec: str, topology: Topology, seed: int = 0,
             if hosts is None:
                 raise BackgroundError(f"{text!r}: 'job' draws from the job's paths and needs its hosts")
             return job_degrade(topology, hosts, _int(kv["k"], "k", text), parse_rate(kv["rate"]), seed)
+        if parts[0].lower() == "nic":
+            return _nic_degrade(topology, _kv(parts[1:], text, {"server", "nic", "rate"}), text)
         kv = _kv([p.replace(",", ";") if p.lower().startswith(("link=", "cable=")) else p for p in parts], text,
                  {"link", "cable", "rate"})
         if ("link" in kv) == ("cable" in kv) or "rate" not in kv:
-            raise BackgroundError(f"{text!r}: expected random:k=K:rate=R, job:k=K:rate=R, cable=ID:rate=R "
-                                  "or link=ID:rate=R")
+            raise BackgroundError(f"{text!r}: expected random:k=K:rate=R, job:k=K:rate=R, cable=ID:rate=R, "
+                                  "link=ID:rate=R (or link=U->V:rate=R) or nic:server=S,nic=K,rate=R")
         field = "link" if "link" in kv else "cable"
         cables = topology.cables()
         count = topology.num_links if field == "link" else len(cables)
         links: list[int] = []
         for item in kv[field].split(";"):
+            if field == "link" and "->" in item:
+                u, _, v = item.partition("->")
+                links.append(topology.link_id(u.strip(), v.strip()))
+                continue
             i = _int(item, field, text)
             if not 0 <= i < count:
                 raise BackgroundError(f"{text!r}: field {field!r}: id {i} out of range 0..{count - 1}")
@@ -405,6 +418,23 @@ def parse_degrade(spec: str, topology: Topology, seed: int = 0,
         return _degrade(topology, links, parse_rate(kv["rate"]), repr(text))
     except (UnitError, TopologyError) as exc:
         raise BackgroundError(f"{text!r}: {exc}") from None
+
+
+def _nic_degrade(topology: Topology, kv: Mapping[str, str], text: str) -> dict[int, float]:
+    """``nic:server=S,nic=K,rate=R``: both links of NIC K of server S's fabric cable."""
+    layout = topology.servers
+    if layout is None:
+        raise BackgroundError(f"{text!r}: {topology.name} has no servers (a nic: degrade needs rail:... or gpus=)")
+    for f in ("server", "nic", "rate"):
+        if f not in kv:
+            raise BackgroundError(f"{text!r}: missing field {f!r} (e.g. nic:server=0,nic=1,rate=100G)")
+    s, k = _int(kv["server"], "server", text), _int(kv["nic"], "nic", text)
+    if not 0 <= s < layout.S:
+        raise BackgroundError(f"{text!r}: field 'server': {s} out of range 0..{layout.S - 1}")
+    if not 0 <= k < layout.K:
+        raise BackgroundError(f"{text!r}: field 'nic': {k} out of range 0..{layout.K - 1} (NICs per server)")
+    return _degrade(topology, (int(layout.nic_up[s, k]), int(layout.nic_down[s, k])), parse_rate(kv["rate"]),
+                    repr(text))
 
 
 def degrade_rates(topology: Topology, degrade: Mapping[int, float] | str | Sequence[str] | None,
