@@ -19,11 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from ..algorithms import generate
+from ..algorithms.server_options import server_options
+from ..pattern import CollectivePattern
 from ..topology import Topology, parse_topology
 from ..traffic import LongLived, RandomPairs, job_cables, resolve_background
 
-__all__ = ["JobSpec", "Scenario", "PAPER", "PAPER_OPTIONS", "scenario_seed", "topology", "random_pairs_scenario",
-           "degraded_scenario", "shared_nodes_scenario", "network_sharing_scenario", "ARMS_SINGLE"]
+__all__ = ["JobSpec", "job_pattern", "Scenario", "PAPER", "PAPER_OPTIONS", "scenario_seed", "topology",
+           "random_pairs_scenario", "degraded_scenario", "shared_nodes_scenario", "network_sharing_scenario",
+           "ARMS_SINGLE"]
 
 #: REACT §7.3 defaults.
 PAPER: dict[str, Any] = {"ranks": 8, "message_bytes": 20e6, "epochs": 100, "warmup": 25, "ecmp_ports": 4,
@@ -41,17 +45,35 @@ ARMS_SINGLE: tuple[tuple[str, tuple[bool, ...]], ...] = (("baseline", (False,)),
 @dataclass(frozen=True)
 class JobSpec:
     """One collective job: a registered generator (``reactccl.algorithms``), its rank count,
-    message size S (bytes) and the host id of each rank (shape ``(ranks,)``)."""
+    message size S (bytes), the host id of each rank (shape ``(ranks,)``) and generator options
+    beyond :data:`PAPER_OPTIONS` (``(("hierarchy", "flat"),)``; default none)."""
 
     algorithm: str
     ranks: int
     message_bytes: float
     placement: tuple[int, ...]
+    options: tuple[tuple[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"algorithm": self.algorithm, "ranks": self.ranks, "message_bytes": self.message_bytes,
-                "placement": list(self.placement)}
+        """A JSON-ready dict (``options`` only when some are given)."""
+        out = {"algorithm": self.algorithm, "ranks": self.ranks, "message_bytes": self.message_bytes,
+               "placement": list(self.placement)}
+        return {**out, "options": dict(self.options)} if self.options else out
+
+
+def job_pattern(job: JobSpec, topology_spec: str) -> CollectivePattern:
+    """The verified pattern ``job`` runs on topology ``topology_spec``: its generator with
+    :data:`PAPER_OPTIONS` and the job's options; on a topology of servers ``ring`` and ``nccl-tree``
+    are NCCL's hierarchical patterns over the job's servers
+    (:func:`reactccl.algorithms.server_options.server_options`, checked against the job's placement).
+
+    Raises:
+        PatternError: options the generator refuses; ranks that do not fill whole servers or sit
+            off the pattern's positions (named).
+    """
+    opts = {**PAPER_OPTIONS.get(job.algorithm, {}), **dict(job.options)}
+    opts = server_options(job.algorithm, job.ranks, topology(topology_spec), opts, list(job.placement))
+    return generate(job.algorithm, job.ranks, **opts)
 
 
 @dataclass(frozen=True)
