@@ -137,3 +137,19 @@ def test_experiments_and_demo_use_the_hierarchy():
     assert same(job_pattern(sc_demo.jobs[0], sc_demo.topology), generate("ring", 8, gpus=4, channels=2))
     with pytest.raises(PatternError, match="6 ranks do not fill whole servers"):
         demo_scenario(DemoConfig(topology="rail:servers=2,gpus=4", algorithm="ring", ranks=6))
+
+
+def test_random_scenarios_take_whole_servers():
+    from reactccl.experiments.scenario import degraded_scenario, random_pairs_scenario
+    sc = random_pairs_scenario("t", (), 0, 7, SHARED, "ring", 2, 1, ranks=8)
+    lay = parse_topology(SHARED).servers
+    place = np.array(sc.jobs[0].placement)
+    assert list(lay.local_of_host[place]) == [0, 1, 2, 3] * 2
+    assert len(set(lay.server_of_host[place[:4]])) == len(set(lay.server_of_host[place[4:]])) == 1
+    assert same(job_pattern(sc.jobs[0], SHARED), generate("ring", 8, gpus=4, nics=1))
+    dg = degraded_scenario("t", (), 0, 7, RAIL, "nccl-tree", 100e9, 1, ranks=16)
+    assert same(job_pattern(dg.jobs[0], RAIL), generate("nccl-tree", 16, slices=1, gpus=8))
+    # flat topologies keep their draws: the figures stay bit-identical
+    flat = random_pairs_scenario("t", (), 0, 7, "fat-tree:k=4", "ring", 2, 1, ranks=8)
+    rng = np.random.default_rng([flat.seed, 10])
+    assert flat.jobs[0].placement == tuple(int(h) for h in rng.choice(16, size=8, replace=False))

@@ -156,13 +156,27 @@ def _random_hosts(rng: np.random.Generator, hosts: np.ndarray, n: int, what: str
     return tuple(int(h) for h in rng.choice(hosts, size=n, replace=False))
 
 
+def _job_hosts(rng: np.random.Generator, topo: Topology, n: int, what: str) -> tuple[int, ...]:
+    """``n`` random hosts of ``topo`` for a job's ranks; on a topology of servers ceil(n / G) whole
+    servers in random order, local order kept (as :func:`reactccl.topology.placement`'s ``random``),
+    so NCCL's hierarchy fits them (:func:`job_pattern`)."""
+    lay = topo.servers
+    if lay is None:
+        return _random_hosts(rng, np.arange(topo.num_hosts), n, what)
+    if n > lay.num_gpus:
+        raise ValueError(f"{what}: {n} ranks need {n} GPUs, only {lay.num_gpus} ({lay.S} servers x {lay.G})")
+    servers = rng.choice(lay.S, size=-(-n // lay.G), replace=False)
+    return tuple(int(h) for h in lay.gpu_host[servers].reshape(-1)[:n])
+
+
 def random_pairs_scenario(experiment: str, setting: Sequence[tuple[str, Any]], index: int, base_seed: int,
                           topology_spec: str, algorithm: str, x: int, p: int, *,
                           ranks: int = PAPER["ranks"], message_bytes: float = PAPER["message_bytes"],
                           epochs: int = PAPER["epochs"], warmup: int = PAPER["warmup"],
                           ecmp_ports: int = PAPER["ecmp_ports"], setting_index: int = 0) -> Scenario:
-    """REACT §7.3.1: one job on ``ranks`` random hosts; ``x`` random (job host, outside host)
-    pairs, each with ``p`` long-lived flows from the job host to the outside host.
+    """REACT §7.3.1: one job on ``ranks`` random hosts (whole servers on a topology of servers);
+    ``x`` random (job host, outside host) pairs, each with ``p`` long-lived flows from the job
+    host to the outside host.
 
     Randomness: ``scenario_seed(base_seed, setting_index, index)`` draws the placement and
     (through :class:`reactccl.netsim.RandomPairs`) the pairs.
@@ -173,7 +187,7 @@ def random_pairs_scenario(experiment: str, setting: Sequence[tuple[str, Any]], i
     seed = scenario_seed(base_seed, setting_index, index)
     topo = topology(topology_spec)
     rng = np.random.default_rng([seed, 10])
-    place = _random_hosts(rng, np.arange(topo.num_hosts), ranks, topology_spec)
+    place = _job_hosts(rng, topo, ranks, topology_spec)
     flows, _ = resolve_background([RandomPairs(x, p, "out")], topo, np.asarray(place), seed)
     return Scenario(experiment, tuple(setting), index, seed, topology_spec,
                     (JobSpec(algorithm, ranks, float(message_bytes), place),), tuple(flows),
@@ -198,7 +212,7 @@ def degraded_scenario(experiment: str, setting: Sequence[tuple[str, Any]], index
     seed = scenario_seed(base_seed, setting_index, index)
     topo = topology(topology_spec)
     rng = np.random.default_rng([seed, 11])
-    place = _random_hosts(rng, np.arange(topo.num_hosts), ranks, topology_spec)
+    place = _job_hosts(rng, topo, ranks, topology_spec)
     pool = job_cables(topo, place)
     if not 1 <= cables <= len(pool):
         raise ValueError(f"{experiment}: cables must be in 1..{len(pool)} (cables on the job's paths), got {cables}")
