@@ -153,3 +153,15 @@ def test_random_scenarios_take_whole_servers():
     flat = random_pairs_scenario("t", (), 0, 7, "fat-tree:k=4", "ring", 2, 1, ranks=8)
     rng = np.random.default_rng([flat.seed, 10])
     assert flat.jobs[0].placement == tuple(int(h) for h in rng.choice(16, size=8, replace=False))
+
+
+def test_help_and_pattern_list_say_how_to_run_on_servers(capsys):
+    assert main(["pattern", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "simulate, perf and demo take servers, gpus and nics from a topology of servers" in out
+    assert "reactccl simulate -a ring -n 32 -t rail:servers=4,gpus=8 -s 1GB -e 3" in out
+    with pytest.raises(SystemExit):
+        main(["simulate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "On multi-GPU servers: reactccl simulate -a ring -n 32 -t rail:servers=4,gpus=8 -s 1GB -e 3" in text
+    assert "-O hierarchy=flat gives the flat pattern on the same GPUs" in text
