@@ -28,6 +28,7 @@ from ..trace import format_byte_rate, format_bytes, format_time
 from ..packetsim.native import PacketSimError, PacketSimUnavailable
 from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_EXTERNAL_FLOWS, bound_counts
 from .errors import report
+from .options import parse_options
 from ._common import check_outputs
 
 
@@ -39,6 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--topology", default=d.topology,
                    help=f"topology spec (default {d.topology}) [at most {MAX_LINKS} directed links]")
     p.add_argument("--algorithm", default=d.algorithm, help=f"pattern generator (default {d.algorithm})")
+    p.add_argument("--option", "-O", action="append", metavar="KEY=VALUE",
+                   help="generator option (repeatable); on a topology of servers ring and nccl-tree are NCCL's "
+                        "hierarchical patterns (servers from the topology): -O channels=C, -O hierarchy=flat")
     p.add_argument("--ranks", type=int, default=d.ranks, help=f"ranks, on hosts 0..N-1 (default {d.ranks})")
     p.add_argument("--size", default="20MB", help="message size (default 20MB)")
     p.add_argument("--p", type=int, default=d.p,
@@ -108,7 +112,8 @@ def _config(args: argparse.Namespace) -> DemoConfig:
         args.warmup = default_warmup(args.epochs, DemoConfig().warmup)
     return DemoConfig(topology=args.topology, algorithm=args.algorithm, ranks=args.ranks,
                       message_bytes=parse_bytes(args.size, "--size"), p=args.p, rank=args.rank, epochs=args.epochs,
-                      warmup=args.warmup, seed=args.seed, ecmp_ports=args.ecmp_ports)
+                      warmup=args.warmup, seed=args.seed, ecmp_ports=args.ecmp_ports,
+                      options=tuple(parse_options(getattr(args, "option", None)).items()))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -167,7 +172,8 @@ def _run_with_progress(cfg: DemoConfig, console: Console, engine: str = "fluid")
 
 def _header(res: DemoResult) -> str:
     """The scenario in one line, with the fabric's own host names (``h3``, or ``n3`` on a torus)
-    and its link rate/latency; the ECMP ports only where routes are not fixed."""
+    and its link rate/latency; the ECMP ports only where routes are not fixed; on servers the
+    pattern's name (its servers, NICs and channels)."""
     cfg, sc = res.config, res.scenario
     topo = parse_topology(sc.topology)
     host = topo.hosts
@@ -175,7 +181,8 @@ def _header(res: DemoResult) -> str:
     links = (f"{rate[0] / 1e9:g} Gbps, {format_time(float(lat[0]))} links" if len(rate) == 1 and len(lat) == 1
              else "mixed links")
     routes = "fixed routes" if topo.router is not None else f"{cfg.ecmp_ports} ECMP ports"
-    return (f"[bold]REACT demo[/bold]: {cfg.ranks}-rank {cfg.algorithm} "
+    algo = cfg.algorithm if topo.servers is None else (res.react.first[0].name or cfg.algorithm)  # with its hierarchy
+    return (f"[bold]REACT demo[/bold]: {cfg.ranks}-rank {algo} "
             f"({res.react.first[0].collective.value}), {format_bytes(cfg.message_bytes)} per epoch, "
             f"on {sc.topology} ({links}); ranks on hosts {host[0]}-{host[cfg.ranks - 1]}; "
             f"{cfg.p} external flows {host[cfg.ranks]} -> {host[res.rank]} into rank [bold red]{res.rank}[/]; "

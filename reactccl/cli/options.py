@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from ..pattern import PatternError
 
-__all__ = ["parse_options"]
+__all__ = ["parse_options", "SERVERS_EXAMPLE"]
+
+#: How to run a job on multi-GPU servers (``simulate --help``, ``pattern list``): on a topology of
+#: servers ``ring`` and ``nccl-tree`` take their server options from it
+#: (:mod:`reactccl.algorithms.server_options`).
+SERVERS_EXAMPLE = ("reactccl simulate -a ring -n 32 -t rail:servers=4,gpus=8 -s 1GB -e 3 (NCCL's hierarchical ring "
+                   "over 4 servers x 8 GPUs, one channel per NIC; add -O hierarchy=flat for the flat ring on the "
+                   "same GPUs, -O channels=C for C channels)")
 
 
 def parse_options(items: list[str] | None, typed: bool = False, flag: str = "--option") -> dict:

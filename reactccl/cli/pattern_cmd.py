@@ -12,7 +12,7 @@ from ..algorithms.registry import options as generator_options
 from ..pattern import PatternError, VerificationError, dumps, verify
 from ..pattern.files import load_pattern
 from .errors import report, report_fail
-from .options import parse_options
+from .options import SERVERS_EXAMPLE, parse_options
 from .pattern_io_cmd import add_io_parsers
 
 
@@ -83,6 +83,8 @@ def _cmd_list(args) -> int:
         if r["options"]:
             print(f"{'':24s} {'':14s} options: " + "; ".join(_option_text(o) for o in r["options"]))
     print("\ngive options as --option KEY=VALUE (-O), e.g. -O slices=4 -O shape=8x4")
+    print("multi-GPU servers: ring and nccl-tree build NCCL's hierarchy with -O gpus=G (-O nics=K, -O channels=C); "
+          "simulate, perf and demo take servers, gpus and nics from a topology of servers, e.g. " + SERVERS_EXAMPLE)
     return 0
 
 

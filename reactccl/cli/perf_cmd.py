@@ -245,9 +245,11 @@ def run(args) -> int:
                 raise ValueError("--engine: this simulator has a single engine (no choice to make)")
         if coll.needs_root and args.root >= args.ranks:
             raise ValueError(f"-r {args.root}: not a rank of --ranks {args.ranks}")
+        from ..topology import parse_topology  # start-up cost
+        topo = parse_topology(args.topology)
         with _progress(len(algos) * len(sizes)) as tick:
             rows = sim_sweep(algos, args.ranks, sizes, iters=args.iters, warmup=args.warmup, dtype=args.datatype,
-                             topology=args.topology, options=opts, progress=tick, root=args.root,
+                             topology=topo, options=opts, progress=tick, root=args.root,
                              average=int(args.average), **sim)
         header = "\n".join([
             f"{_name(coll)}_perf (reactccl perf): simulator, {args.ranks} ranks on {args.topology}, seed {args.seed}",
@@ -255,10 +257,25 @@ def run(args) -> int:
             f"time: -a {args.average}, {AVERAGE_MODES[int(args.average)]} of each rank's end of its last flow; an "
             f"iteration is one epoch run alone (as -z 3), so out of place and in place run the same flows",
             "#wrong: N/A, the simulator moves no data; every pattern is verified exactly before it runs"]
-            + ([f"generator options: {' '.join(f'{k}={v}' for k, v in opts.items())}"] if opts else []))
+            + ([f"generator options: {' '.join(f'{k}={v}' for k, v in opts.items())}"] if opts else [])
+            + _hierarchy(algos, args.ranks, topo, opts, args.seed))
     except (ValueError, PatternError) as e:
         return report(e)
     return _report(args, rows, header)
+
+
+def _hierarchy(algos: list[str], ranks: int, topo, opts: dict, seed: int) -> list[str]:
+    """The header's line on NCCL's hierarchy (on a topology of servers, or with server options
+    given): what ``ring``/``nccl-tree`` build, with their channels; none otherwise."""
+    from ..algorithms.server_options import hierarchy_note, server_options
+    if topo.servers is None and not {"servers", "gpus", "nics", "channels", "hierarchy"} & set(opts):
+        return []
+    notes = [hierarchy_note(a, ranks, server_options(a, ranks, topo, opts, seed=seed)) for a in algos]
+    if not any(notes):
+        return []
+    where = f"servers of {topo.name}" if topo.servers is not None else "servers from -O"
+    return [f"hierarchy ({where}; -O hierarchy=flat: the flat pattern, -O channels=C: C channels): "
+            + "; ".join(n for n in notes if n)]
 
 
 def _name(coll) -> str:

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..algorithms import generate
+from ..algorithms.server_options import HIERARCHICAL, server_options
 from ..algorithms.torus_common import pack
 from ..experiments.metrics import default_warmup
 from ..netsim import BackgroundError, SimulationError, SimulationResult, run_simulation
@@ -32,7 +33,7 @@ from ..tuner import ReactController, ReactParams, TunerError
 from ._common import check_not_input, check_outputs, deprecated_alias
 from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_LIST, MAX_REPLICAS, bound_counts
 from .errors import report
-from .options import parse_options
+from .options import SERVERS_EXAMPLE, parse_options
 from .simulate_files import add_file_options, load_pattern_arg, write_outputs
 
 EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
@@ -92,15 +93,36 @@ def _slowest_table(slowest: list[dict]) -> Table:
     return table
 
 
+def generator_options(args) -> dict:
+    """``--option`` as keyword arguments; on a ``--topology`` of servers ``ring`` and ``nccl-tree``
+    get the server options from it unless given (:func:`reactccl.algorithms.server_options.server_options`,
+    checked against ``--placement``). The topology, when built here, is kept as ``args.topology_obj``
+    for the run.
+
+    Raises:
+        PatternError, TopologyError: a bad option, topology or placement, named.
+    """
+    opts = parse_options(args.option)
+    spec = getattr(args, "topology", None)
+    if spec is None or args.algorithm not in HIERARCHICAL:
+        return opts
+    args.topology_obj = topo = parse_topology(spec)
+    return server_options(args.algorithm, args.ranks, topo, opts, getattr(args, "placement", "first"),
+                          getattr(args, "seed", 0))
+
+
 def pattern_for(args, warn: Console | None = None) -> CollectivePattern:
-    """The verified pattern ``simulate`` runs: ``--algorithm`` on ``--ranks`` with ``--option``s,
+    """The verified pattern ``simulate`` runs: ``--algorithm`` on ``--ranks`` with ``--option``s
+    (:func:`generator_options`: NCCL's hierarchy for ``ring``/``nccl-tree`` on servers),
     packed with ``--pack``: ``round`` merges the flows of one step on one (src, dst) pair
     into one message; ``instance`` merges only flows whose chunks share an instance id
     ``chunk // ranks`` (the independent reduce-scatter/allgather instances of Bucket, Swing-B,
     Trivance-B stay apart, as ``reactccl sp goodput`` packs them). Without ``--pack``, a
     pattern of :data:`SLOW_FLOWS` flows or more that packing would at least halve gets a
     warning on ``warn`` saying how many flows packing leaves (or, with ``--react``, why it
-    cannot pack).
+    cannot pack); not ``ring``/``nccl-tree``, whose chunk graphs on servers are NCCL's channels
+    (separate connections in NCCL, which packing would merge; a 32-GPU ring of 15,872 flows
+    simulates in under a second).
 
     Raises:
         PatternError: from :func:`reactccl.algorithms.generate`.
@@ -108,8 +130,10 @@ def pattern_for(args, warn: Console | None = None) -> CollectivePattern:
     size = getattr(args, "size", None)      # nccl-tree slices by NCCL's chunk rule for it
     pattern = (args.pattern_obj if getattr(args, "pattern_obj", None) is not None
                else generate(args.algorithm, args.ranks, size=None if size is None else parse_bytes(size, "--size"),
-                             **parse_options(args.option)))
-    if pattern.num_flows == 0 or not (args.pack or (warn is not None and pattern.num_flows >= SLOW_FLOWS)):
+                             **generator_options(args)))
+    channels = getattr(args, "algorithm", None) in HIERARCHICAL   # chunk graphs are NCCL's channels: no advice to merge
+    if pattern.num_flows == 0 or not (args.pack or (warn is not None and not channels
+                                                    and pattern.num_flows >= SLOW_FLOWS)):
         return pattern  # nothing to pack (torus_common.pack needs a flow), or no need to look
     if args.pack == "instance":
         return pack(pattern, np.arange(pattern.num_chunks) // pattern.num_ranks)
@@ -137,7 +161,7 @@ def _simulate(args, pattern: CollectivePattern, label: str, controller=None) -> 
                   console=err, transient=True, disable=not show_bar) as bar:
         task = bar.add_task("epochs", total=args.epochs)
         return run_simulation(
-            pattern, topology=args.topology, size=args.size, epochs=args.epochs,
+            pattern, topology=getattr(args, "topology_obj", None) or args.topology, size=args.size, epochs=args.epochs,
             background=args.background or [], degrade=args.degrade or None, ports=args.ports,
             seed=args.seed, placement=args.placement, slowest=args.slowest,
             progress=lambda done: bar.update(task, completed=done), controller=controller, order=args.order,
@@ -299,10 +323,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "simulate", help="simulate epochs of a collective on a (congested) network",
         description="Flow-level simulation of a collective: max-min fair links, per-hop latency, ECMP, "
-                    "background traffic and degraded links. Example: " + EXAMPLE)
+                    "background traffic and degraded links. Example: " + EXAMPLE + ". On multi-GPU servers: "
+                    + SERVERS_EXAMPLE + ".")
     p.add_argument("--algorithm", "-a", help="registered generator, e.g. nccl-tree, ring (required)")
     p.add_argument("--ranks", "-n", type=int, help="number of ranks (required)")
-    p.add_argument("--option", "-O", action="append", metavar="KEY=VALUE", help="generator option (repeatable)")
+    p.add_argument("--option", "-O", action="append", metavar="KEY=VALUE",
+                   help="generator option (repeatable); on a topology of servers ring and nccl-tree are NCCL's "
+                        "hierarchical patterns, their servers=, gpus=, nics= taken from the topology (the ranks "
+                        "fill whole servers): -O channels=C sets the channels (default one per NIC, two for the "
+                        "tree), -O hierarchy=flat gives the flat pattern on the same GPUs")
     p.add_argument("--topology", "-t", default="fat-tree:k=4",
                    help="switched (ECMP, links 100G and 1us unless given): star:hosts=18, fat-tree:k=4, "
                         "leaf-spine:leaves=4,spines=2,hosts=4, alibaba, full-mesh:tors=4,hosts=2; direct "

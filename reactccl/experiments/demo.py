@@ -14,11 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..algorithms import generate
 from .metrics import epoch_metrics, improvement
 from .patterns_view import busiest_receiver, moved_positions, pattern_view, tree_parents
 from .runner import ArmDriver
-from .scenario import PAPER, PAPER_OPTIONS, JobSpec, Scenario, topology
+from .scenario import PAPER, JobSpec, Scenario, job_pattern, topology
 
 __all__ = ["DemoConfig", "DemoResult", "demo_scenario", "run_demo"]
 
@@ -36,6 +35,9 @@ class DemoConfig:
         p: external long-lived flows into the congested rank's host.
         rank: the congested rank (None: :func:`busiest_receiver` of the initial pattern).
         epochs, warmup, seed, ecmp_ports: as in :class:`reactccl.experiments.Scenario`.
+        options: generator options of the job, ``(("hierarchy", "flat"),)`` (on a topology of
+            servers ``ring`` and ``nccl-tree`` are NCCL's hierarchical patterns unless these say
+            otherwise, :func:`reactccl.experiments.scenario.job_pattern`).
     """
 
     topology: str = "star:hosts=16"
@@ -48,6 +50,7 @@ class DemoConfig:
     warmup: int = PAPER["warmup"]
     seed: int = 0
     ecmp_ports: int = PAPER["ecmp_ports"]
+    options: tuple[tuple[str, Any], ...] = ()
 
 
 def demo_scenario(cfg: DemoConfig) -> tuple[Scenario, int]:
@@ -62,11 +65,10 @@ def demo_scenario(cfg: DemoConfig) -> tuple[Scenario, int]:
     if topo.num_hosts < cfg.ranks + 1:
         raise ValueError(f"topology {cfg.topology}: {topo.num_hosts} hosts, the demo needs {cfg.ranks + 1} "
                          f"({cfg.ranks} ranks and one outside host)")
-    rank = busiest_receiver(generate(cfg.algorithm, cfg.ranks, **PAPER_OPTIONS.get(cfg.algorithm, {}))) \
-        if cfg.rank is None else int(cfg.rank)
+    job = JobSpec(cfg.algorithm, cfg.ranks, float(cfg.message_bytes), tuple(range(cfg.ranks)), tuple(cfg.options))
+    rank = busiest_receiver(job_pattern(job, cfg.topology)) if cfg.rank is None else int(cfg.rank)
     if not 0 <= rank < cfg.ranks:
         raise ValueError(f"rank: expected 0..{cfg.ranks - 1}, got {rank}")
-    job = JobSpec(cfg.algorithm, cfg.ranks, float(cfg.message_bytes), tuple(range(cfg.ranks)))
     flows = ((cfg.ranks, rank),) * cfg.p
     sc = Scenario("demo", (("p", cfg.p), ("rank", rank)), 0, int(cfg.seed), cfg.topology, (job,), flows,
                   ecmp_ports=cfg.ecmp_ports, epochs=cfg.epochs, warmup=cfg.warmup)

@@ -30,11 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..pattern import Collective, CollectivePattern
 from ..trace import busbw_factor
+
+if TYPE_CHECKING:
+    from ..topology import Topology
 
 __all__ = ["PerfRow", "DTYPES", "REAL_DTYPES", "COLLECTIVES", "DEFAULT_ALGORITHMS", "MAX_SIZES", "collective_of",
            "parse_nccl_size", "nccl_sizes", "nccl_count", "check_dtype", "combine_times", "make_row", "sim_sweep",
@@ -253,13 +257,17 @@ def rank_finish(trace) -> np.ndarray:
 
 
 def sim_sweep(algorithms: Sequence[str], ranks: int, sizes: Sequence[int], iters: int = 20, warmup: int = 1,
-              dtype: str = "float", topology: str = "fat-tree:k=4", options: dict | None = None,
+              dtype: str = "float", topology: str | Topology = "fat-tree:k=4", options: dict | None = None,
               progress: Callable[[str, int], None] | None = None, root: int = 0, average: int = 1,
               **sim) -> list[PerfRow]:
     """Each algorithm at each size on the simulator (see the module docstring).
 
     Args:
         algorithms: registered generators, all of one collective.
+        topology: a spec or a :class:`~reactccl.topology.Topology`, built once for the sweep. On
+            a topology of servers ``ring`` and ``nccl-tree`` are NCCL's hierarchical patterns
+            (server options filled where ``options`` do not set them,
+            :func:`reactccl.algorithms.server_options.server_options`).
         root: the root of Broadcast/Reduce generators (their ``root`` option).
         average: nccl-tests' ``-a`` (:func:`combine_times`) over the ranks' times.
         sim: passed to :func:`reactccl.netsim.run_simulation` (``seed``, ``background``,
@@ -275,12 +283,16 @@ def sim_sweep(algorithms: Sequence[str], ranks: int, sizes: Sequence[int], iters
         PatternError, TopologyError, ...: from generating or simulating, named.
     """
     from ..algorithms import generate, get
+    from ..algorithms.server_options import server_options
     from ..netsim import run_simulation
+    from ..topology import parse_topology
     check_dtype(dtype, min(sizes, default=DTYPES.get(dtype, 1)))
     coll = same_collective(algorithms)
+    topo = parse_topology(topology) if isinstance(topology, str) else topology
     rows = []
     for algo in algorithms:
-        opts = with_root(algo, root, options)
+        opts = server_options(algo, ranks, topo, with_root(algo, root, options), sim.get("placement", "first"),
+                              sim.get("seed", 0))
         cache: dict[str, CollectivePattern] = {}
         for size in sizes:
             nbytes, count = nccl_count(coll, size, dtype, ranks)
@@ -288,7 +300,7 @@ def sim_sweep(algorithms: Sequence[str], ranks: int, sizes: Sequence[int], iters
                 continue
             p = generate(algo, ranks, size=float(nbytes), **opts)   # verified
             p = cache.setdefault(p.name, p)
-            res = run_simulation(p, topology=topology, size=float(nbytes), epochs=warmup + iters, slowest=0,
+            res = run_simulation(p, topology=topo, size=float(nbytes), epochs=warmup + iters, slowest=0,
                                  keep_traces=True, **sim)
             per_rank = np.mean([rank_finish(tr) for tr in res.traces[warmup:]], axis=0) if p.num_flows \
                 else np.zeros(ranks)

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ..algorithms import generate
 from ..contract import Controller, Drive, StaticController
 from ..netsim import SimulatedNetwork
 from ..packetsim import PacketNetwork
@@ -27,7 +26,7 @@ from ..trace import EpochTrace
 from ..traffic import Job
 from ..tuner import ReactController, ReactParams
 from .metrics import epoch_metrics, improvement
-from .scenario import PAPER_OPTIONS, Scenario, topology
+from .scenario import Scenario, job_pattern, topology
 
 __all__ = ["ENGINES", "make_network", "ArmRun", "ArmDriver", "run_arm", "run_scenario", "run_scenario_arm",
            "combine_arms"]
@@ -87,7 +86,7 @@ class ArmDriver(Drive):
                                     reference_placement=np.asarray(scenario.jobs[0].placement))
         controllers: list[Controller] = []
         for k, (job, on) in enumerate(zip(scenario.jobs, react, strict=True)):
-            pattern = generate(job.algorithm, job.ranks, **PAPER_OPTIONS.get(job.algorithm, {}))
+            pattern = job_pattern(job, scenario.topology)
             if on:
                 controllers.append(ReactController(pattern, ReactParams(**{"seed": scenario.seed + k,
                                                                            **dict(params or {})})))

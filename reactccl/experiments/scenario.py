@@ -19,11 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from ..algorithms import generate
+from ..algorithms.server_options import server_options
+from ..pattern import CollectivePattern
 from ..topology import Topology, parse_topology
 from ..traffic import LongLived, RandomPairs, job_cables, resolve_background
 
-__all__ = ["JobSpec", "Scenario", "PAPER", "PAPER_OPTIONS", "scenario_seed", "topology", "random_pairs_scenario",
-           "degraded_scenario", "shared_nodes_scenario", "network_sharing_scenario", "ARMS_SINGLE"]
+__all__ = ["JobSpec", "job_pattern", "Scenario", "PAPER", "PAPER_OPTIONS", "scenario_seed", "topology",
+           "random_pairs_scenario", "degraded_scenario", "shared_nodes_scenario", "network_sharing_scenario",
+           "ARMS_SINGLE"]
 
 #: REACT §7.3 defaults.
 PAPER: dict[str, Any] = {"ranks": 8, "message_bytes": 20e6, "epochs": 100, "warmup": 25, "ecmp_ports": 4,
@@ -41,17 +45,35 @@ ARMS_SINGLE: tuple[tuple[str, tuple[bool, ...]], ...] = (("baseline", (False,)),
 @dataclass(frozen=True)
 class JobSpec:
     """One collective job: a registered generator (``reactccl.algorithms``), its rank count,
-    message size S (bytes) and the host id of each rank (shape ``(ranks,)``)."""
+    message size S (bytes), the host id of each rank (shape ``(ranks,)``) and generator options
+    beyond :data:`PAPER_OPTIONS` (``(("hierarchy", "flat"),)``; default none)."""
 
     algorithm: str
     ranks: int
     message_bytes: float
     placement: tuple[int, ...]
+    options: tuple[tuple[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"algorithm": self.algorithm, "ranks": self.ranks, "message_bytes": self.message_bytes,
-                "placement": list(self.placement)}
+        """A JSON-ready dict (``options`` only when some are given)."""
+        out = {"algorithm": self.algorithm, "ranks": self.ranks, "message_bytes": self.message_bytes,
+               "placement": list(self.placement)}
+        return {**out, "options": dict(self.options)} if self.options else out
+
+
+def job_pattern(job: JobSpec, topology_spec: str) -> CollectivePattern:
+    """The verified pattern ``job`` runs on topology ``topology_spec``: its generator with
+    :data:`PAPER_OPTIONS` and the job's options; on a topology of servers ``ring`` and ``nccl-tree``
+    are NCCL's hierarchical patterns over the job's servers
+    (:func:`reactccl.algorithms.server_options.server_options`, checked against the job's placement).
+
+    Raises:
+        PatternError: options the generator refuses; ranks that do not fill whole servers or sit
+            off the pattern's positions (named).
+    """
+    opts = {**PAPER_OPTIONS.get(job.algorithm, {}), **dict(job.options)}
+    opts = server_options(job.algorithm, job.ranks, topology(topology_spec), opts, list(job.placement))
+    return generate(job.algorithm, job.ranks, **opts)
 
 
 @dataclass(frozen=True)
@@ -134,13 +156,27 @@ def _random_hosts(rng: np.random.Generator, hosts: np.ndarray, n: int, what: str
     return tuple(int(h) for h in rng.choice(hosts, size=n, replace=False))
 
 
+def _job_hosts(rng: np.random.Generator, topo: Topology, n: int, what: str) -> tuple[int, ...]:
+    """``n`` random hosts of ``topo`` for a job's ranks; on a topology of servers ceil(n / G) whole
+    servers in random order, local order kept (as :func:`reactccl.topology.placement`'s ``random``),
+    so NCCL's hierarchy fits them (:func:`job_pattern`)."""
+    lay = topo.servers
+    if lay is None:
+        return _random_hosts(rng, np.arange(topo.num_hosts), n, what)
+    if n > lay.num_gpus:
+        raise ValueError(f"{what}: {n} ranks need {n} GPUs, only {lay.num_gpus} ({lay.S} servers x {lay.G})")
+    servers = rng.choice(lay.S, size=-(-n // lay.G), replace=False)
+    return tuple(int(h) for h in lay.gpu_host[servers].reshape(-1)[:n])
+
+
 def random_pairs_scenario(experiment: str, setting: Sequence[tuple[str, Any]], index: int, base_seed: int,
                           topology_spec: str, algorithm: str, x: int, p: int, *,
                           ranks: int = PAPER["ranks"], message_bytes: float = PAPER["message_bytes"],
                           epochs: int = PAPER["epochs"], warmup: int = PAPER["warmup"],
                           ecmp_ports: int = PAPER["ecmp_ports"], setting_index: int = 0) -> Scenario:
-    """REACT §7.3.1: one job on ``ranks`` random hosts; ``x`` random (job host, outside host)
-    pairs, each with ``p`` long-lived flows from the job host to the outside host.
+    """REACT §7.3.1: one job on ``ranks`` random hosts (whole servers on a topology of servers);
+    ``x`` random (job host, outside host) pairs, each with ``p`` long-lived flows from the job
+    host to the outside host.
 
     Randomness: ``scenario_seed(base_seed, setting_index, index)`` draws the placement and
     (through :class:`reactccl.netsim.RandomPairs`) the pairs.
@@ -151,7 +187,7 @@ def random_pairs_scenario(experiment: str, setting: Sequence[tuple[str, Any]], i
     seed = scenario_seed(base_seed, setting_index, index)
     topo = topology(topology_spec)
     rng = np.random.default_rng([seed, 10])
-    place = _random_hosts(rng, np.arange(topo.num_hosts), ranks, topology_spec)
+    place = _job_hosts(rng, topo, ranks, topology_spec)
     flows, _ = resolve_background([RandomPairs(x, p, "out")], topo, np.asarray(place), seed)
     return Scenario(experiment, tuple(setting), index, seed, topology_spec,
                     (JobSpec(algorithm, ranks, float(message_bytes), place),), tuple(flows),
@@ -176,7 +212,7 @@ def degraded_scenario(experiment: str, setting: Sequence[tuple[str, Any]], index
     seed = scenario_seed(base_seed, setting_index, index)
     topo = topology(topology_spec)
     rng = np.random.default_rng([seed, 11])
-    place = _random_hosts(rng, np.arange(topo.num_hosts), ranks, topology_spec)
+    place = _job_hosts(rng, topo, ranks, topology_spec)
     pool = job_cables(topo, place)
     if not 1 <= cables <= len(pool):
         raise ValueError(f"{experiment}: cables must be in 1..{len(pool)} (cables on the job's paths), got {cables}")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..algorithms import generate
+from ..algorithms.server_options import server_options
 from ..contract import Controller, StaticController, drive
 from ..pattern import CollectivePattern
 from ..topology import Topology, parse_topology
@@ -132,7 +133,9 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
 
     Args:
         algorithm: a registered generator name (generated with ``options`` and
-            verified) or a ready pattern.
+            verified; on a topology of servers ``ring`` and ``nccl-tree`` take their server options
+            from it where ``options`` do not set them,
+            :func:`~reactccl.algorithms.server_options.server_options`) or a ready pattern.
         ranks: number of ranks N (taken from the pattern when one is given).
         topology: a spec such as ``"fat-tree:k=4"`` or a :class:`Topology`.
         size: message size in whole bytes, or text like ``"20MB"`` (decimal) / ``"64MiB"``.
@@ -168,7 +171,8 @@ def run_simulation(algorithm: str | CollectivePattern, ranks: int | None = None,
     else:
         if ranks is None:
             raise ValueError("ranks: required with an algorithm name")
-        pattern = generate(algorithm, int(ranks), size=parse_bytes(size, "size"), **dict(options or {}))
+        opts = server_options(algorithm, int(ranks), topo, options, placement, seed)
+        pattern = generate(algorithm, int(ranks), size=parse_bytes(size, "size"), **opts)
         name = algorithm
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs: expected an integer >= 1, got {epochs!r}")
