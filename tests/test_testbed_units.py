@@ -194,7 +194,7 @@ def test_summary_of_a_servers_run_counts_host_links():
     run = {"hosts": 4, "flows": 2, "victim": 1, "ranks_per_host": 2,
            "in_fraction": [1.0, 0.5, 2.0, 0.5, 2.0, 0.5, 1.0, 0.5],
            "host_in_fraction": [1.0, 2.0, 2.0, 1.0],
-           "modes": {"baseline": {"epoch_times": [2.0] * 4},
+           "modes": {"baseline": {"epoch_times": [2.0] * 4}, "flat": {"epoch_times": [3.0] * 4},
                      "react": {"epoch_times": [2.0, 2.0, 1.0, 1.0], "changes": 1, "change_epochs": [2],
                                "change_in_fraction": [[1.0] * 8], "change_host_in_fraction": [[2.0, 1.0, 2.0, 1.0]],
                                "in_fraction": [1.0] * 8, "host_in_fraction": [2.0, 1.0, 2.0, 1.0]}}}
@@ -203,3 +203,4 @@ def test_summary_of_a_servers_run_counts_host_links():
     assert row["speedup_mean"] == pytest.approx(2.0 / 1.5) and row["ranks_per_host"] == 2
     text = format_table([row])
     assert " 4x2  2 |" in text and "2.00 -> 1.50" in text and "1.348" not in text   # no paper row for servers
+    assert "all_reduce      flat (mean s)" in text and "        -     3.000 |" in text

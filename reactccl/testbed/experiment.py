@@ -62,7 +62,7 @@ class ExperimentConfig:
         skip: epochs at the start of each mode left out of the statistics (REACT's
             first decision lands after one batch plus the 5-epoch delay).
         algorithm: pattern generator name.
-        modes: subset of ("baseline", "react", "nccl").
+        modes: subset of ("baseline", "react", "nccl", "flat") (:mod:`.worker`).
         victim: congested rank; None = :func:`default_victim`.
         control: give REACT's control plane its own unshaped network.
         react_options: extra keyword arguments for ``ReactAllReduce``.
@@ -254,9 +254,13 @@ def _measured_share(run: dict, react: dict, victim: int, skip: int) -> float:
 
 def format_table(rows: list[dict]) -> str:
     """Table 2 layout: N (hosts; ``HxG`` with G ranks per host), p, speedup (mean, p95), changes,
-    epoch times, and the paper's values (one rank per host only)."""
+    epoch times (with a ``flat`` column when a row has that mode), and the paper's values (one rank
+    per host only)."""
+    flat = any("flat_mean" in r for r in rows)
+    flat_head = f" {'flat':>9}" if flat else ""
     head = (f"{'N':>4} {'p':>2} | {'speedup mean':>12} {'p95':>6} {'changes':>7} | "
-            f"{'baseline':>9} {'REACT':>9} {'all_reduce':>10} (mean s) | victim in-share | paper mean/p95/chg")
+            f"{'baseline':>9} {'REACT':>9} {'all_reduce':>10}{flat_head} (mean s) | victim in-share | "
+            "paper mean/p95/chg")
     lines = [head, "-" * len(head)]
     for r in rows:
         g = r.get("ranks_per_host", 1)
@@ -269,7 +273,8 @@ def format_table(rows: list[dict]) -> str:
         lines.append(
             f"{n:>4} {r['flows']:>2} | {_f(sm, 12, 3)} {_f(sp, 6, 3)} {_f(r.get('changes'), 7, 0)} | "
             f"{_f(r.get('baseline_mean'), 9, 3)} {_f(r.get('react_mean'), 9, 3)} "
-            f"{_f(r.get('nccl_mean'), 10, 3)} | {share:>15} | {ptxt}")
+            f"{_f(r.get('nccl_mean'), 10, 3)}{' ' + _f(r.get('flat_mean'), 9, 3) if flat else ''} | "
+            f"{share:>15} | {ptxt}")
     return "\n".join(lines)
 
 
@@ -301,8 +306,8 @@ def plot_cdf(results: dict, path: str | Path, skip: int | None = None) -> None:
     ns = sorted({n for n, _ in panels})
     ps = sorted({p for _, p in panels})
     fig, axes = plt.subplots(len(ns), len(ps), figsize=(4.8 * len(ps), 3.6 * len(ns)), squeeze=False)
-    names = {"baseline": "baseline", "react": "REACT", "nccl": "all_reduce"}
-    colors = {"baseline": "tab:green", "react": "tab:red", "nccl": "tab:blue"}
+    names = {"baseline": "baseline", "react": "REACT", "nccl": "all_reduce", "flat": "flat pattern"}
+    colors = {"baseline": "tab:green", "react": "tab:red", "nccl": "tab:blue", "flat": "tab:gray"}
     for ax_row in axes:
         for ax in ax_row:
             ax.set_visible(False)

@@ -20,7 +20,9 @@ machine hit every mode alike:
   (RCollective running the static pattern);
 * ``react``: the same with ``react=True`` (RTuner + REACT controller); its state
   (learned pattern, history) carries over between its segments;
-* ``nccl``: ``dist.all_reduce`` of the backend (Gloo here), the paper's NCCL curve.
+* ``nccl``: ``dist.all_reduce`` of the backend (Gloo here), the paper's NCCL curve;
+* ``flat``: the static pattern built as if every rank were its own server (``servers="flat"``:
+  the hierarchy ignored), to compare with the hierarchical ``baseline`` on several ranks per host.
 
 An epoch is one AllReduce of ``mbytes`` MB of float32, started after a barrier;
 its time is ``max(exit) - min(enter)`` over ranks (CLOCK_MONOTONIC, shared by all
@@ -43,7 +45,7 @@ from ..runtime.listen import init_process_group
 
 __all__ = ["main"]
 
-MODES = ("baseline", "react", "nccl")
+MODES = ("baseline", "react", "nccl", "flat")
 
 
 def _make_ops(modes, algorithm, react_options, grouping, options):
@@ -60,6 +62,9 @@ def _make_ops(modes, algorithm, react_options, grouping, options):
             ops[mode] = ReactAllReduce(None, algorithm=algorithm, react=True, servers=grouping, **kw)
         elif mode == "nccl":
             ops[mode] = dist.all_reduce
+        elif mode == "flat":
+            flat = {k: v for k, v in options.items() if k != "nics"}    # no servers, no NICs
+            ops[mode] = ReactAllReduce(None, algorithm=algorithm, react=False, servers="flat", **flat)
         else:
             raise ValueError(f"mode {mode!r}: choose from {', '.join(MODES)}")
     return ops
