@@ -143,3 +143,64 @@ def test_stale_state_means_a_dead_owner_of_an_unfinished_or_transient_testbed(tm
            if k not in ("owner", "owner_token", "complete", "transient", "ranks", "ranks_owner")}
     s.path.write_text(json.dumps(old))                     # a file from before ownership was recorded
     assert load_state("tststale").complete and not load_state("tststale").stale()
+
+
+def test_rank_env_with_ranks_per_host_is_torchrun_nproc_per_node():
+    # torchrun --nnodes 3 --nproc-per-node 2: rank 3 is local rank 1 of node 1
+    tb = Testbed(hosts=3, prefix="tstenv")
+    env = rank_env(tb, 3, 29511, per_host=2)
+    assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["LOCAL_WORLD_SIZE"]) == ("3", "6", "1", "2")
+    assert env["GROUP_RANK"] == env["NODE_RANK"] == "1" and env["MASTER_ADDR"] == "10.77.0.1"
+    a = build_parser().parse_args(["testbed", "run", "--ranks-per-host", "2", "--", "true"])
+    assert a.ranks_per_host == 2
+
+
+@pytest.mark.parametrize("bad", [0, 65, 1.5, True])
+def test_launch_refuses_a_bad_ranks_per_host_before_starting_anything(bad):
+    from reactccl.testbed.launcher import launch
+    from reactccl.testbed.netns import TestbedConfigError
+    with pytest.raises(TestbedConfigError, match="ranks per host"):
+        launch(None, ["true"], per_host=bad)
+
+
+def test_experiment_on_servers_picks_the_busiest_host_link_and_one_nic_per_host():
+    import numpy as np
+
+    from reactccl.algorithms import generate
+    from reactccl.testbed.experiment import ExperimentConfig, default_victim, job_pattern
+    from reactccl.testbed.worker import host_in_fraction, in_fraction
+    cfg = ExperimentConfig(hosts=(4,), ranks_per_host=2)
+    assert cfg.pattern_options() == {"nics": 1}
+    assert ExperimentConfig(hosts=(4,)).pattern_options() == {}
+    assert ExperimentConfig(hosts=(4,), ranks_per_host=2, algorithm="rabenseifner").pattern_options() == {}
+    p, host = job_pattern("nccl-tree", 4, 2, {"nics": 1})
+    assert p.name.startswith("nccl-tree(servers=4,gpus=2,nics=1,channels=2") and host.tolist() == [0, 0, 1, 1, 2, 2,
+                                                                                                   3, 3]
+    # the tree over 4 servers is the 4-rank double binary tree: servers 1 and 2 are inner nodes
+    # (2.0 of the message from other hosts), 0 and 3 receive 1.0; busiest, lowest: host 1
+    assert host_in_fraction(p, host) == [1.0, 2.0, 2.0, 1.0] and default_victim("nccl-tree", 4, 2, {"nics": 1}) == 1
+    # one ring over 8 ranks: each server's first GPU receives 2(N-1)/N = 1.75 from the previous server
+    ring, host = job_pattern("ring", 4, 2, {"nics": 1})
+    assert host_in_fraction(ring, host) == [1.75] * 4
+    flat = generate("nccl-tree", 4)        # one rank per host: every flow crosses a host link
+    assert host_in_fraction(flat, np.arange(4)) == in_fraction(flat)
+    for bad in (dict(ranks_per_host=0), dict(ranks_per_host=65), dict(options=[1])):
+        with pytest.raises(TestbedError, match="ranks_per_host|options"):
+            ExperimentConfig(**bad).check()
+
+
+def test_summary_of_a_servers_run_counts_host_links():
+    from reactccl.testbed.experiment import format_table, summarize
+    run = {"hosts": 4, "flows": 2, "victim": 1, "ranks_per_host": 2,
+           "in_fraction": [1.0, 0.5, 2.0, 0.5, 2.0, 0.5, 1.0, 0.5],
+           "host_in_fraction": [1.0, 2.0, 2.0, 1.0],
+           "modes": {"baseline": {"epoch_times": [2.0] * 4}, "flat": {"epoch_times": [3.0] * 4},
+                     "react": {"epoch_times": [2.0, 2.0, 1.0, 1.0], "changes": 1, "change_epochs": [2],
+                               "change_in_fraction": [[1.0] * 8], "change_host_in_fraction": [[2.0, 1.0, 2.0, 1.0]],
+                               "in_fraction": [1.0] * 8, "host_in_fraction": [2.0, 1.0, 2.0, 1.0]}}}
+    row = summarize({"config": {"skip": 0}, "runs": [run]})[0]
+    assert (row["victim_in_before"], row["victim_in_after"], row["victim_in_measured"]) == (2.0, 1.0, 1.5)
+    assert row["speedup_mean"] == pytest.approx(2.0 / 1.5) and row["ranks_per_host"] == 2
+    text = format_table([row])
+    assert " 4x2  2 |" in text and "2.00 -> 1.50" in text and "1.348" not in text   # no paper row for servers
+    assert "all_reduce      flat (mean s)" in text and "        -     3.000 |" in text

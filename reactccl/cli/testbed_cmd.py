@@ -106,7 +106,7 @@ def _cmd_run(args) -> int:
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     tb = tbm.Testbed.attach(args.prefix)
-    res = tb.run(cmd, timeout=args.timeout, master_port=args.master_port)
+    res = tb.run(cmd, timeout=args.timeout, master_port=args.master_port, ranks_per_host=args.ranks_per_host)
     if res.timed_out:
         print(f"testbed run: timed out after {args.timeout:g} s; all ranks stopped", file=sys.stderr)
     elif res.failed_rank is not None:
@@ -141,7 +141,7 @@ def _cmd_experiment(args) -> int:
     cfg = ex.ExperimentConfig(hosts=tuple(args.hosts), flows=tuple(args.flows), rate=args.rate,
                               mbytes=args.mbytes, epochs=args.epochs, rounds=args.rounds, skip=args.skip,
                               algorithm=args.algorithm, modes=tuple(args.modes.split(",")),
-                              victim=args.victim, control=not args.no_control,
+                              victim=args.victim, control=not args.no_control, ranks_per_host=args.ranks_per_host,
                               react_options={"params": params} if params else {})
     results = ex.run_experiment(cfg, args.out)
     print(ex.format_table(ex.summarize(results)))
@@ -196,7 +196,7 @@ def add_parser(subparsers) -> None:
     up.set_defaults(func=_wrap(_cmd_up))
 
     c = sub.add_parser("congest", help="bulk TCP flows from external namespaces into one host")
-    c.add_argument("--into", type=int, help="receiving rank")
+    c.add_argument("--into", type=int, help="receiving host (its rank when one rank per host)")
     c.add_argument("--flows", type=int, help="number of external flows P")
     c.add_argument("--duration", type=float, default=None, help="seconds (default: until --stop)")
     c.add_argument("--stop", action="store_true", help="stop all congestion flows")
@@ -204,9 +204,12 @@ def add_parser(subparsers) -> None:
     prefix_arg(c)
     c.set_defaults(func=_wrap(_cmd_congest))
 
-    r = sub.add_parser("run", help="run CMD once per host namespace, torchrun-style env",
-                       usage="reactccl testbed run [--timeout S] [--prefix P] -- CMD [ARGS...]")
+    r = sub.add_parser("run", help="run CMD once (or G times) per host namespace, torchrun-style env",
+                       usage="reactccl testbed run [--timeout S] [--ranks-per-host G] [--prefix P] -- CMD [ARGS...]")
     r.add_argument("--timeout", type=float, default=600.0, help="seconds before all ranks are killed")
+    r.add_argument("--ranks-per-host", type=int, default=1, metavar="G",
+                   help="ranks in each host namespace, like torchrun --nproc-per-node (default 1); they talk "
+                        "over the namespace's loopback, unshaped, and share the host's shaped link")
     r.add_argument("--master-port", type=int, default=29500)
     prefix_arg(r)
     r.add_argument("cmd", nargs=argparse.REMAINDER, help="command (after --)")
@@ -229,7 +232,11 @@ def add_parser(subparsers) -> None:
     e.add_argument("--skip", type=int, default=12, help="first epochs of each mode left out (default 12)")
     e.add_argument("--algorithm", default="nccl-tree")
     e.add_argument("--modes", default="baseline,react,nccl")
-    e.add_argument("--victim", type=int, default=None, help="congested rank (default: busiest receiver)")
+    e.add_argument("--victim", type=int, default=None,
+                   help="congested host (default: the one receiving most from other hosts)")
+    e.add_argument("--ranks-per-host", type=int, default=1, metavar="G",
+                   help="ranks per host namespace (default 1); G > 1 runs NCCL's hierarchical pattern on "
+                        "the learned servers, one NIC per host")
     e.add_argument("--no-control", action="store_true", help="control plane on the shaped data links")
     e.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE",
                    help="a REACT parameter for the react mode (reactccl.tuner.ReactParams, e.g. "

@@ -1,12 +1,18 @@
-"""A torchrun-like launcher for the emulated cluster: one process per host namespace.
+"""A torchrun-like launcher for the emulated cluster: G processes (ranks) per host namespace.
 
-Each rank gets the environment torchrun would give a one-process-per-node job
-(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK=0``, ``LOCAL_WORLD_SIZE=1``,
-``GROUP_RANK``/``NODE_RANK``, ``MASTER_ADDR`` = host 0's address, ``MASTER_PORT``)
+Each rank gets the environment ``torchrun --nnodes H --nproc-per-node G`` would give it
+(``RANK`` = host * G + local, ``WORLD_SIZE`` = H * G, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE`` = G,
+``GROUP_RANK``/``NODE_RANK`` = host, ``MASTER_ADDR`` = host 0's address, ``MASTER_PORT``)
 plus ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME`` = the host link (without it
 Gloo binds loopback and hangs), ``REACTCCL_TESTBED_PREFIX`` and, with a control
 network, ``REACTCCL_CONTROL_IFNAME``. So the same
 command runs unchanged under real ``torchrun`` across machines.
+
+With G > 1 the G ranks of a host share its namespace, so its one shaped link (a server's NIC) and
+its address: Gloo connections between them go to a local address, which the kernel routes over
+the namespace's loopback, unshaped (the NVLink of the emulated server), while traffic to other
+hosts crosses the shaped link. The ranks learn this grouping themselves
+(:func:`reactccl.runtime.grouping.learn_servers`: one network namespace = one host).
 
 Like torchrun, when one rank fails the others are stopped; the launcher waits
 with a timeout and returns the first failure's exit code. The ranks' pids (each the
@@ -17,6 +23,7 @@ the next ``run``, ``up`` or ``down``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -30,10 +37,12 @@ from typing import Protocol
 from .netns import TestbedConfigError, kill_groups
 from .state import CONTROL_IFNAME, TestbedState, process_token
 
-__all__ = ["Hosts", "RunResult", "launch", "rank_env"]
+__all__ = ["Hosts", "RunResult", "launch", "rank_env", "MAX_PER_HOST"]
 
 #: Exit code reported when the job ran past its timeout (as coreutils ``timeout``).
 TIMEOUT_EXIT = 124
+#: The most ranks one host namespace runs (servers hold up to 8 GPUs; this leaves room, not 250 x 250).
+MAX_PER_HOST = 64
 
 
 class Hosts(Protocol):
@@ -81,14 +90,16 @@ class RunResult:
     timed_out: bool = False
 
 
-def rank_env(tb: Hosts, rank: int, master_port: int) -> dict[str, str]:
-    """The torchrun-style variables for ``rank`` on testbed ``tb`` (plus
-    ``REACTCCL_CONTROL_IFNAME`` when it has a control network)."""
+def rank_env(tb: Hosts, rank: int, master_port: int, per_host: int = 1) -> dict[str, str]:
+    """The torchrun-style variables for ``rank`` on testbed ``tb`` with ``per_host`` ranks in each
+    host (rank ``r`` on host ``r // per_host``; plus ``REACTCCL_CONTROL_IFNAME`` when it has a
+    control network)."""
     control = {"REACTCCL_CONTROL_IFNAME": CONTROL_IFNAME} if tb.state.control else {}
+    host = rank // per_host
     return {**control,
-        "RANK": str(rank), "WORLD_SIZE": str(tb.hosts),
-        "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-        "GROUP_RANK": str(rank), "NODE_RANK": str(rank),
+        "RANK": str(rank), "WORLD_SIZE": str(tb.hosts * per_host),
+        "LOCAL_RANK": str(rank % per_host), "LOCAL_WORLD_SIZE": str(per_host),
+        "GROUP_RANK": str(host), "NODE_RANK": str(host),
         "MASTER_ADDR": tb.host_addr(0), "MASTER_PORT": str(master_port),
         "GLOO_SOCKET_IFNAME": tb.ifname, "NCCL_SOCKET_IFNAME": tb.ifname,
         "REACTCCL_TESTBED_PREFIX": tb.prefix,
@@ -106,8 +117,9 @@ def _pump(stream, rank: int, sink: list[str], echo: bool) -> None:
 
 def launch(tb: Hosts, cmd: Sequence[str], *, timeout: float = 600.0,
            env: Mapping[str, str] | None = None, master_port: int = 29500,
-           stream: bool = True, grace: float = 5.0) -> RunResult:
-    """Run ``cmd`` in every host namespace of ``tb`` and wait for all of them.
+           stream: bool = True, grace: float = 5.0, per_host: int = 1) -> RunResult:
+    """Run ``cmd`` ``per_host`` times in every host namespace of ``tb`` (ranks host-major) and
+    wait for all of them.
 
     Args:
         cmd: argv of the per-rank command (the same on every rank).
@@ -116,22 +128,27 @@ def launch(tb: Hosts, cmd: Sequence[str], *, timeout: float = 600.0,
         master_port: port of the rendezvous store on host 0.
         stream: echo output as ``[rank i] line``; otherwise collect it into ``output``.
         grace: seconds between SIGTERM and SIGKILL when stopping ranks.
+        per_host: ranks per host namespace, G (1..64).
     Raises:
-        TestbedError when ``cmd`` is empty or the testbed is not up.
+        TestbedError when ``cmd`` is empty or the testbed is not up; TestbedConfigError for a bad
+        ``timeout`` or ``per_host``.
     """
     if not cmd:
         raise TestbedConfigError("testbed run: no command given (reactccl testbed run -- CMD ...)")
     if not timeout > 0:
         raise TestbedConfigError(f"timeout={timeout!r}: must be > 0 seconds")
+    if isinstance(per_host, bool) or not isinstance(per_host, int) or not 1 <= per_host <= MAX_PER_HOST:
+        raise TestbedConfigError(f"ranks per host {per_host!r}: need an integer in 1..{MAX_PER_HOST}")
+    world = tb.hosts * per_host
     kill_groups(tb.state.orphan_ranks())  # ranks of an earlier launcher that was killed
     procs: list[subprocess.Popen] = []
     pumps: list[threading.Thread] = []
-    outputs: list[list[str]] = [[] for _ in range(tb.hosts)]
+    outputs: list[list[str]] = [[] for _ in range(world)]
     t0 = time.monotonic()
     try:
-        for r in range(tb.hosts):
-            penv = {**os.environ, **(env or {}), **rank_env(tb, r, master_port)}
-            p = tb.popen(tb.host_ns(r), list(cmd), env=penv, stdout=subprocess.PIPE,
+        for r in range(world):
+            penv = {**os.environ, **(env or {}), **rank_env(tb, r, master_port, per_host)}
+            p = tb.popen(tb.host_ns(r // per_host), list(cmd), env=penv, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, errors="replace",
                          start_new_session=True)
             procs.append(p)
@@ -186,10 +203,8 @@ def _stop(procs: list[subprocess.Popen], grace: float) -> None:
     """SIGTERM, then after ``grace`` s SIGKILL, each rank's process group (groups we created)."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for p in procs:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):    # already gone
                 os.killpg(p.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and any(p.poll() is None for p in procs):
             time.sleep(0.05)

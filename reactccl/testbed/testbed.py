@@ -222,10 +222,12 @@ class Testbed:
         return subprocess.Popen(["ip", "netns", "exec", ns, *argv], **kwargs)
 
     def run(self, cmd: Sequence[str], *, timeout: float = 600.0, env: Mapping[str, str] | None = None,
-            master_port: int = 29500, stream: bool = True, grace: float = 5.0) -> RunResult:
-        """Run ``cmd`` once per host, torchrun-style, and wait; see :func:`.launcher.launch`."""
+            master_port: int = 29500, stream: bool = True, grace: float = 5.0,
+            ranks_per_host: int = 1) -> RunResult:
+        """Run ``cmd`` ``ranks_per_host`` times per host (ranks host-major), torchrun-style, and
+        wait; see :func:`.launcher.launch`."""
         return launch(self, cmd, timeout=timeout, env=env, master_port=master_port,
-                      stream=stream, grace=grace)
+                      stream=stream, grace=grace, per_host=ranks_per_host)
 
     # -- congestion ---------------------------------------------------------------------
     def congest(self, into: int, flows: int, duration: float | None = None) -> CongestionGroup:

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 import torch
 import torch.distributed as dist
 
-from ..algorithms import generate
 from ..pattern import Collective, CollectivePattern
 from ..pattern.files import load_pattern
 from ..runtime.faults import BrokenGroup
+from ..runtime.grouping import HIERARCHICAL, ServerGrouping, learn_servers, server_pattern
 from ..runtime.rcollective import RCollective
 from ..runtime.rtuner import RTuner
 from ..tuner import ReactController, ReactParams
@@ -85,7 +85,16 @@ class ReactAllReduce:
         pattern: a pattern file (``reactccl.pattern/1`` JSON or MSCCL XML, e.g. one saved by
             ``reactccl simulate --react --save-pattern``) or a :class:`CollectivePattern`; used
             instead of ``algorithm`` (verified on load).
-        **options: passed to the generator (e.g. ``slices=4`` for ``nccl-tree``).
+        servers: which ranks share a server, for ``ring`` and ``nccl-tree``: ``"auto"`` (default)
+            learns it (:func:`~reactccl.runtime.grouping.learn_servers`: host identity, checked
+            against torchrun's ``LOCAL_RANK``/``LOCAL_WORLD_SIZE``/``GROUP_RANK``; one all-gather) and
+            builds NCCL's hierarchical pattern when there are several servers of several ranks each
+            (:func:`~reactccl.runtime.grouping.server_pattern`; ``nics`` defaults to one per rank,
+            give ``nics=`` when known), else the flat pattern; ``"flat"`` never learns (the flat
+            pattern, as before servers existed); or a :class:`~reactccl.runtime.grouping.ServerGrouping`
+            learned earlier. Ignored with a ready pattern or explicit ``servers=``/``gpus=``/
+            ``hierarchy=`` generator options. The result is in :attr:`grouping` (None when not learned).
+        **options: passed to the generator (e.g. ``slices=4`` for ``nccl-tree``, ``nics=1``).
 
     Raises:
         ValueError: the pattern is not an AllReduce or does not fit the group, or ``pattern``
@@ -111,7 +120,8 @@ class ReactAllReduce:
     def __init__(self, group=None, algorithm: str | CollectivePattern = "nccl-tree", react: bool = True, *,
                  controller=None, params=None, every: int | None = None, delay: int | None = None, leader: int = 0,
                  timeout: float = 60.0, control_timeout: float | None = None, control_ifname: str | None = None,
-                 average: bool = False, check: str = "change", pattern=None, **options) -> None:
+                 average: bool = False, check: str = "change", pattern=None,
+                 servers: str | ServerGrouping = "auto", **options) -> None:
         if not dist.is_initialized():
             raise RuntimeError("ReactAllReduce: torch.distributed is not initialised (call init_process_group)")
         self.world = dist.get_world_size(group)
@@ -123,7 +133,9 @@ class ReactAllReduce:
             if algorithm.num_ranks != self.world:
                 raise ValueError(f"ReactAllReduce: the pattern has {algorithm.num_ranks} ranks, the group "
                                  f"{self.world}")
-        pattern = algorithm if isinstance(algorithm, CollectivePattern) else generate(algorithm, self.world, **options)
+        self.grouping = self._grouping(servers, algorithm, options, group)
+        pattern = (algorithm if isinstance(algorithm, CollectivePattern)
+                   else server_pattern(algorithm, self.world, self.grouping, **options))
         if pattern.collective is not Collective.ALLREDUCE:
             raise ValueError(f"ReactAllReduce needs an allreduce pattern, {pattern.name or 'the pattern'} "
                              f"computes {pattern.collective.value}")
@@ -160,6 +172,20 @@ class ReactAllReduce:
         # close() at garbage collection or interpreter exit (weakref.finalize runs atexit),
         # so the tuner thread never outlives the process group unannounced.
         self._finalizer = weakref.finalize(self, _shutdown, self.tuner, self.rc)
+
+    def _grouping(self, servers, algorithm, options: dict, group) -> ServerGrouping | None:
+        """The server grouping the pattern is built on (``servers`` argument), or None."""
+        if isinstance(servers, ServerGrouping):
+            if servers.num_ranks != self.world:
+                raise ValueError(f"ReactAllReduce: servers= groups {servers.num_ranks} ranks, the group has "
+                                 f"{self.world}")
+            return servers
+        if servers not in ("auto", "flat"):
+            raise ValueError(f"ReactAllReduce: servers: expected 'auto', 'flat' or a ServerGrouping, got {servers!r}")
+        if (servers == "flat" or not isinstance(algorithm, str) or algorithm not in HIERARCHICAL
+                or any(k in options for k in ("servers", "gpus", "hierarchy"))):
+            return None
+        return learn_servers(group)      # collective: the same branch on every rank (same arguments)
 
     @property
     def pattern(self) -> CollectivePattern:
