@@ -13,7 +13,6 @@ import sys
 from typing import Any
 
 import numpy as np
-
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -21,20 +20,21 @@ from rich.table import Table
 from ..experiments.demo import DemoConfig, DemoResult, demo_scenario, run_demo
 from ..experiments.metrics import default_warmup
 from ..experiments.patterns_view import moved_positions, pattern_view, tree_parents
+from ..packetsim.native import PacketSimError, PacketSimUnavailable
 from ..topology import UnitError, parse_topology
 from ..topology.graph import MAX_LINKS
 from ..topology.units import parse_bytes
 from ..trace import format_byte_rate, format_bytes, format_time
-from ..packetsim.native import PacketSimError, PacketSimUnavailable
-from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_EXTERNAL_FLOWS, bound_counts
-from .errors import report
 from ._common import check_outputs
+from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_EXTERNAL_FLOWS, bound_counts
+from .commands import HELP
+from .errors import report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` subcommand."""
     d = DemoConfig()
-    p = sub.add_parser("demo", help="REACT on a congested simulated cluster, against the same run without it",
+    p = sub.add_parser("demo", help=HELP["demo"],
                        description="Baseline and REACT on the same seeded congested scenario, side by side.")
     p.add_argument("--topology", default=d.topology,
                    help=f"topology spec (default {d.topology}) [at most {MAX_LINKS} directed links]")

@@ -19,6 +19,7 @@ from ..experiments.sp_figures import EXPERIMENTS as SP_EXPERIMENTS
 from ..experiments.sp_figures import prepare_out
 from ..experiments.sp_figures import run_experiment as run_sp_experiment
 from .bounds import MAX_EPOCHS, MAX_SCENARIOS, bound_counts, jobs_count
+from .commands import HELP
 from .errors import progress, report
 
 
@@ -47,8 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``experiment`` subcommand."""
     every = [*EXPERIMENTS, *SP_EXPERIMENTS]
     names = ", ".join(every)
-    p = sub.add_parser("experiment", help=f"reproduce a REACT or SP-allreduce simulation figure ({every[0]} ... "
-                                          f"{every[-1]}: see 'experiment list')",
+    p = sub.add_parser("experiment", help=HELP["experiment"],
                        description=f"Reproduce a REACT simulation experiment ({', '.join(EXPERIMENTS)}) or an "
                                    f"SP-allreduce goodput experiment ({', '.join(SP_EXPERIMENTS)}), or 'list'.")
     p.add_argument("name", help=f"experiment name ({names}) or 'list'")

@@ -36,6 +36,7 @@ from ..packetsim.native import INSTALL_HINT
 from ..pattern import Collective, PatternError
 from ._common import check_outputs, deprecated_alias
 from .bounds import MAX_ECMP_PORTS, MAX_ITERS, bound_counts
+from .commands import HELP
 from .errors import report
 from .options import parse_options
 
@@ -71,7 +72,7 @@ def _engine(name: str) -> str:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``perf``."""
     p = sub.add_parser(
-        "perf", help="nccl-tests-style sweep: time, algbw, busbw and #wrong, out of place and in place",
+        "perf", help=HELP["perf"],
         description="Sweep message sizes like nccl-tests (all_reduce_perf, all_gather_perf, ...): sizes from -b "
                     "to -e times -f (or plus -i), -w warm-up and -n timed iterations each, out of place then in "
                     "place; columns size, count, type, redop, root, then time (us), algbw, busbw (GB/s), #wrong "

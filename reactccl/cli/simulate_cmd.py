@@ -31,6 +31,7 @@ from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
 from ._common import check_not_input, check_outputs, deprecated_alias
 from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_LIST, MAX_REPLICAS, bound_counts
+from .commands import HELP
 from .errors import report
 from .options import parse_options
 from .simulate_files import add_file_options, load_pattern_arg, write_outputs
@@ -291,7 +292,7 @@ def _cmd_simulate(args) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``simulate``."""
     p = sub.add_parser(
-        "simulate", help="simulate epochs of a collective on a (congested) network",
+        "simulate", help=HELP["simulate"],
         description="Flow-level simulation of a collective: max-min fair links, per-hop latency, ECMP, "
                     "background traffic and degraded links. Example: " + EXAMPLE)
     p.add_argument("--algorithm", "-a", help="registered generator, e.g. nccl-tree, ring (required)")

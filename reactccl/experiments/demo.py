@@ -9,6 +9,7 @@ are taken after the warm-up (the paper measures after epoch 25, §7.3).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from .patterns_view import busiest_receiver, moved_positions, pattern_view, tree
 from .runner import ArmDriver
 from .scenario import PAPER, PAPER_OPTIONS, JobSpec, Scenario, topology
 
-__all__ = ["DemoConfig", "DemoResult", "demo_scenario", "run_demo"]
+__all__ = ["DemoConfig", "DemoResult", "demo_scenario", "netsim_engine", "run_demo"]
 
 SCHEMA = "reactccl.demo/1"
 
@@ -131,10 +132,36 @@ class DemoResult:
                 "wall_s": self.wall_s}
 
 
+#: Largest demo that runs on the simulator's pure-Python reference engine: at most this many flows
+#: in the job's pattern and :data:`SMALL_P` external flows (see :func:`netsim_engine`).
+SMALL_FLOWS = 128
+SMALL_P = 8
+
+
+def netsim_engine(cfg: DemoConfig) -> str | None:
+    """The flow-level engine the demo runs on: ``"python"`` (netsim's pure-Python reference) for a
+    small demo (a pattern of at most :data:`SMALL_FLOWS` flows, at most :data:`SMALL_P` external
+    flows: the default is 8 ranks, 28 flows, 2 external flows), else None (netsim's default, the
+    compiled core; ``$REACTCCL_NETSIM_ENGINE`` when set, for either size).
+
+    Why: on the demo's scenario the reference takes the time of the compiled core (measured on 2
+    loaded cores: 2.5 against 2.2 s of CPU for the whole default demo; 16 ranks, 8 external flows
+    on fat-tree:k=8, 2.9 against 2.3 s), and the compiled core costs about 30 s of CPU to compile on
+    a machine's first run. Both engines give the same epochs (``tests/test_netsim_compiled.py``;
+    the demo's JSON is equal on both, ``tests/test_startup.py``). A 16-rank ring (480 flows) is
+    1.7 times slower on the reference, so larger demos keep the compiled core.
+    """
+    if os.environ.get("REACTCCL_NETSIM_ENGINE"):
+        return None
+    flows = generate(cfg.algorithm, cfg.ranks, **PAPER_OPTIONS.get(cfg.algorithm, {})).num_flows
+    return "python" if flows <= SMALL_FLOWS and cfg.p <= SMALL_P else None
+
+
 def run_demo(cfg: DemoConfig = DemoConfig(), params: Mapping[str, Any] | None = None,
              on_epoch: Callable[[int, float, float], None] | None = None, engine: str = "fluid") -> DemoResult:
     """Run the baseline and REACT arms of the demo scenario in lockstep (``engine="packet"``: one
-    after the other, as ns-3 runs one network per process).
+    after the other, as ns-3 runs one network per process). ``engine="fluid"`` runs on the engine
+    :func:`netsim_engine` picks.
 
     ``on_epoch(e, baseline_time, react_time)`` is called after each epoch (progress bars; with the
     packet engine after each REACT epoch, the baseline having run first).
@@ -154,8 +181,9 @@ def run_demo(cfg: DemoConfig = DemoConfig(), params: Mapping[str, Any] | None = 
             if on_epoch is not None:
                 on_epoch(e, float(base.durations[e, 0]), tr)
         return DemoResult(cfg, sc, rank, base, react, time.perf_counter() - t0)
-    base = ArmDriver(sc, (False,), "baseline", params, engine)
-    react = ArmDriver(sc, (True,), "react", params, engine)
+    fluid = netsim_engine(cfg)
+    base = ArmDriver(sc, (False,), "baseline", params, engine, fluid)
+    react = ArmDriver(sc, (True,), "react", params, engine, fluid)
     for e in range(sc.epochs):
         tb = base.step()[0].duration
         tr = react.step()[0].duration

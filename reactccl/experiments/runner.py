@@ -70,7 +70,9 @@ class ArmDriver(Drive):
     (:meth:`~reactccl.contract.Drive.step`) or run it (:meth:`~reactccl.contract.Drive.run`).
 
     REACT's seed is ``scenario.seed + k`` unless ``params`` (keyword arguments of
-    :class:`reactccl.tuner.ReactParams`, Table 3 names) sets one. After each step,
+    :class:`reactccl.tuner.ReactParams`, Table 3 names) sets one. ``netsim_engine`` picks the fluid
+    network's engine (``"compiled"`` or ``"python"``, :data:`reactccl.netsim.ENGINES`; None: its
+    default). After each step,
     ``durations[e, k]`` holds job k's epoch time and ``traces`` the last traces.
 
     Raises:
@@ -78,13 +80,15 @@ class ArmDriver(Drive):
     """
 
     def __init__(self, scenario: Scenario, react: Sequence[bool], name: str = "",
-                 params: Mapping[str, Any] | None = None, engine: str = "fluid") -> None:
+                 params: Mapping[str, Any] | None = None, engine: str = "fluid",
+                 netsim_engine: str | None = None) -> None:
         if len(react) != len(scenario.jobs):
             raise ValueError(f"run_arm: {len(react)} REACT flags for {len(scenario.jobs)} jobs")
         self.scenario, self.name, self.engine = scenario, name, engine
+        extra = {} if netsim_engine is None or engine != "fluid" else {"engine": netsim_engine}
         self.network = make_network(engine, topology(scenario.topology), scenario.background(),
                                     dict(scenario.degrade) or None, scenario.ecmp_ports, scenario.seed,
-                                    reference_placement=np.asarray(scenario.jobs[0].placement))
+                                    reference_placement=np.asarray(scenario.jobs[0].placement), **extra)
         controllers: list[Controller] = []
         for k, (job, on) in enumerate(zip(scenario.jobs, react, strict=True)):
             pattern = generate(job.algorithm, job.ranks, **PAPER_OPTIONS.get(job.algorithm, {}))

@@ -17,7 +17,6 @@ from functools import cached_property
 
 import numpy as np
 
-from .deps import dependencies_csr
 from .types import Chunk, Collective, Flow, Op, PatternError
 
 __all__ = ["CollectivePattern", "MAX_INDEX"]
@@ -394,6 +393,7 @@ class CollectivePattern:
 
     @cached_property
     def _deps(self) -> tuple[np.ndarray, np.ndarray]:
+        from .deps import dependencies_csr  # start-up cost: numba, which reading and verifying a file need not load
         return dependencies_csr(self)  # compiled; the numpy reference is deps.dependencies_numpy
 
     # -------------------------------------------------------------- relabelling
