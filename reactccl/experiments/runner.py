@@ -51,14 +51,16 @@ class ArmRun:
 ENGINES = ("fluid", "packet")
 
 
-def make_network(engine: str, *args: Any, **kwargs: Any):
-    """The network of ``engine`` built with :class:`SimulatedNetwork`'s arguments.
+def make_network(engine: str, *args: Any, netsim_engine: str | None = None, **kwargs: Any):
+    """The network of ``engine`` built with :class:`SimulatedNetwork`'s arguments; ``netsim_engine``
+    is the fluid network's own engine (``"compiled"`` or ``"python"``; None: its default).
 
     Raises:
         ValueError: unknown engine; PacketSimUnavailable: ``packet`` without ns-3.
     """
     if engine == "fluid":
-        return SimulatedNetwork(*args, **kwargs)
+        return SimulatedNetwork(*args, **kwargs) if netsim_engine is None else \
+            SimulatedNetwork(*args, engine=netsim_engine, **kwargs)
     if engine == "packet":
         return PacketNetwork(args[0], "dctcp", *args[1:], start_rule="step", **kwargs)  # netsim's default order
     raise ValueError(f"engine {engine!r}: unknown; known: {', '.join(ENGINES)}")
@@ -85,10 +87,10 @@ class ArmDriver(Drive):
         if len(react) != len(scenario.jobs):
             raise ValueError(f"run_arm: {len(react)} REACT flags for {len(scenario.jobs)} jobs")
         self.scenario, self.name, self.engine = scenario, name, engine
-        extra = {} if netsim_engine is None or engine != "fluid" else {"engine": netsim_engine}
         self.network = make_network(engine, topology(scenario.topology), scenario.background(),
                                     dict(scenario.degrade) or None, scenario.ecmp_ports, scenario.seed,
-                                    reference_placement=np.asarray(scenario.jobs[0].placement), **extra)
+                                    reference_placement=np.asarray(scenario.jobs[0].placement),
+                                    netsim_engine=netsim_engine)
         controllers: list[Controller] = []
         for k, (job, on) in enumerate(zip(scenario.jobs, react, strict=True)):
             pattern = generate(job.algorithm, job.ranks, **PAPER_OPTIONS.get(job.algorithm, {}))
