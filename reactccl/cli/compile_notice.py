@@ -5,9 +5,10 @@ numba compiles a kernel at its first call and caches it on disk beside its sourc
 before this notice that run sat silent, its progress bar at 0%, for a minute. :func:`install`
 registers a listener for numba's ``numba:compile`` event, which numba fires only on a real compile
 (a cache miss, not a cache load), and prints one line per family of kernels the first time one of
-the family's kernels is compiled at top level, e.g.::
+the family's kernels is compiled at top level (families under :data:`QUIET_BELOW` seconds say
+nothing), e.g.::
 
-    reactccl: compiling REACT's kernels (numba), once per machine: about 25 s of CPU
+    reactccl: compiling REACT's kernels (numba), once per machine: about 22 s of CPU
 
 The estimates are the CPU seconds of a cold compile of every kernel of the family, measured on
 the project's 2-core machines (``bench/bench_startup.py`` prints them); a family part of whose
@@ -20,15 +21,20 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-__all__ = ["FAMILIES", "install", "family_of"]
+__all__ = ["FAMILIES", "QUIET_BELOW", "install", "family_of"]
 
 #: (module prefix, what to call the family, cold compile estimate in CPU seconds), first match wins.
+#: Measured by ``bench/bench_startup.py --cold`` on 2 loaded cores (the demo: REACT's 21.1 s, the
+#: pattern kernels' 5.9 s of 9, the ECMP draw's 1.2 s; ``simulate``: the simulator's 28.7 s).
 FAMILIES: tuple[tuple[str, str, float], ...] = (
     ("reactccl.netsim.", "the simulator's kernels", 30.0),
-    ("reactccl.traffic.", "the simulator's kernels", 30.0),
-    ("reactccl.tuner.", "REACT's kernels", 25.0),
+    ("reactccl.traffic.", "the ECMP port draw", 1.0),
+    ("reactccl.tuner.", "REACT's kernels", 22.0),
     ("reactccl.pattern.", "the pattern kernels", 9.0),
 )
+
+#: Families estimated under this many CPU seconds compile without a word.
+QUIET_BELOW = 2.0
 
 
 def family_of(module: str) -> tuple[str, float] | None:
@@ -70,7 +76,7 @@ def install(stream: TextIO | None = None) -> bool:
                 return
             disp = ev.data.get("dispatcher")
             fam = family_of(getattr(getattr(disp, "py_func", None), "__module__", "") or "")
-            if fam is None or fam[0] in self.said:
+            if fam is None or fam[0] in self.said or fam[1] < QUIET_BELOW:
                 return
             self.said.add(fam[0])
             out = stream if stream is not None else sys.stderr
