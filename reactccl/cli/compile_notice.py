@@ -8,7 +8,7 @@ registers a listener for numba's ``numba:compile`` event, which numba fires only
 the family's kernels is compiled at top level (families under :data:`QUIET_BELOW` seconds say
 nothing), e.g.::
 
-    reactccl: compiling REACT's kernels (numba), once per machine: about 22 s of CPU
+    reactccl: compiling REACT's kernels (numba), once per install: about 22 s of CPU
 
 The estimates are the CPU seconds of a cold compile of every kernel of the family, measured on
 the project's 2-core machines (``bench/bench_startup.py`` prints them); a family part of whose
@@ -80,7 +80,7 @@ def install(stream: TextIO | None = None) -> bool:
                 return
             self.said.add(fam[0])
             out = stream if stream is not None else sys.stderr
-            print(f"reactccl: compiling {fam[0]} (numba), once per machine: about {fam[1]:.0f} s of CPU",
+            print(f"reactccl: compiling {fam[0]} (numba), once per install: about {fam[1]:.0f} s of CPU",
                   file=out, flush=True)
 
         def on_end(self, ev) -> None:

@@ -59,6 +59,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--save-pattern", metavar="FILE",
                    help="write the pattern REACT ended on (verified): MSCCL XML for a .xml name, else JSON")
+    p.add_argument("--trace", metavar="FILE.json",
+                   help="write both runs' flows as Chrome trace-event JSON for Perfetto (ui.perfetto.dev): a track "
+                        "per rank, a slice per flow (bytes, rate), REACT's decisions as instants")
     bound_counts(p, {"--epochs": MAX_EPOCHS, "--warmup": MAX_EPOCHS, "--ecmp-ports": MAX_ECMP_PORTS})
     p.set_defaults(func=run)
 
@@ -119,19 +122,39 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = _config(args)
         check_config(cfg)
-        check_outputs(save_pattern=getattr(args, "save_pattern", None))
+        trace = getattr(args, "trace", None)
+        check_outputs(save_pattern=getattr(args, "save_pattern", None), trace=trace)
         engine = getattr(args, "engine", "fluid")
         if args.json or args.no_progress:
-            res = run_demo(cfg, engine=engine)
+            res = run_demo(cfg, engine=engine, keep_traces=bool(trace))
         else:
-            res = _run_with_progress(cfg, Console(stderr=True), engine)
+            res = _run_with_progress(cfg, Console(stderr=True), engine, keep_traces=bool(trace))
     except (ValueError, UnitError, KeyError, PacketSimUnavailable, PacketSimError) as exc:
         return report(exc, "error")
     if args.json:
         print(json.dumps(res.to_json(), indent=1))
     else:
         show(res, console)
-    return _save_pattern(args, res)
+    return _save_pattern(args, res) or _write_trace(args, res)
+
+
+def _write_trace(args: argparse.Namespace, res: DemoResult) -> int:
+    """``--trace``: both arms' epochs as Chrome trace-event JSON; 2 if it cannot be written."""
+    if not getattr(args, "trace", None):
+        return 0
+    from ..tracefile import TraceRun, write_chrome_trace  # start-up cost
+    runs = [TraceRun("baseline", res.traces["baseline"]),
+            TraceRun("REACT", res.traces["react"], decisions=list(res.controller.decisions))]
+    try:
+        n = write_chrome_trace(args.trace, runs, metadata={"command": "reactccl demo",
+                                                           "topology": res.scenario.topology})
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            raise
+        print(f"error: --trace {args.trace}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.trace}: {n:,} trace events (open in ui.perfetto.dev)", file=sys.stderr)
+    return 0
 
 
 def _save_pattern(args: argparse.Namespace, res: DemoResult) -> int:
@@ -151,7 +174,7 @@ def _save_pattern(args: argparse.Namespace, res: DemoResult) -> int:
     return 0
 
 
-def _run_with_progress(cfg: DemoConfig, console: Console, engine: str = "fluid") -> DemoResult:
+def _run_with_progress(cfg: DemoConfig, console: Console, engine: str = "fluid", keep_traces: bool = False) -> DemoResult:
     bar = Progress(TextColumn("[bold]{task.description:<9}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("epoch {task.fields[t]}"), TimeElapsedColumn(), console=console)
     with bar:
@@ -162,7 +185,7 @@ def _run_with_progress(cfg: DemoConfig, console: Console, engine: str = "fluid")
             bar.update(tb, advance=1, t=format_time(t_base))
             bar.update(tr, advance=1, t=format_time(t_react))
 
-        return run_demo(cfg, on_epoch=tick, engine=engine)
+        return run_demo(cfg, on_epoch=tick, engine=engine, keep_traces=keep_traces)
 
 
 def _header(res: DemoResult) -> str:

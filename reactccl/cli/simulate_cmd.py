@@ -34,7 +34,7 @@ from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_LIST, MAX_REPLICAS, bound_co
 from .commands import HELP
 from .errors import report
 from .options import parse_options
-from .simulate_files import add_file_options, load_pattern_arg, write_outputs
+from .simulate_files import add_file_options, check_trace_size, load_pattern_arg, write_outputs
 
 EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
            "--epochs 100 --background pairs:x=4:p=2 --seed 1")
@@ -143,7 +143,7 @@ def _simulate(args, pattern: CollectivePattern, label: str, controller=None) -> 
             seed=args.seed, placement=args.placement, slowest=args.slowest,
             progress=lambda done: bar.update(task, completed=done), controller=controller, order=args.order,
             header_efficiency=args.header_efficiency, engine="python" if args.engine == "python" else None,
-            executor=_executor(args))
+            executor=_executor(args), keep_traces=bool(getattr(args, "trace", None)))
 
 
 #: ``--transport`` of ``--engine packet`` when none is given (None in args: not given, so refused
@@ -239,9 +239,9 @@ def _check_args(args) -> None:
     replicas = getattr(args, "replicas", None)   # None: not given
     if replicas is not None and (replicas < 1 or getattr(args, "engine", "fluid") != "packet"):
         raise ValueError(f"--replicas: an integer >= 1, only used with --engine packet (got {args.replicas})")
-    check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline)
+    check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline, trace=args.trace)
     check_not_input({"--pattern": getattr(args, "pattern", None)}, save_pattern=args.save_pattern, plot=args.plot,
-                    timeline=args.timeline)
+                    timeline=args.timeline, trace=args.trace)
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
         args.warmup = default_warmup(args.epochs)
     elif args.react and not 0 <= args.warmup < args.epochs:
@@ -259,6 +259,8 @@ def _cmd_simulate(args) -> int:
         load_pattern_arg(args)
         _check_args(args)
         pattern = pattern_for(args, Console(stderr=True, highlight=False, soft_wrap=True))
+        if args.trace:
+            check_trace_size(pattern.num_flows, args.epochs, 2 if args.react else 1)
         if args.react:
             params = react_params(args.param, args.seed)
             base = _simulate(args, pattern, "baseline")

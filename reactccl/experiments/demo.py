@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..algorithms import generate
@@ -76,7 +76,9 @@ def demo_scenario(cfg: DemoConfig) -> tuple[Scenario, int]:
 
 @dataclass
 class DemoResult:
-    """What the demo found; :meth:`to_json` is the ``--json`` document."""
+    """What the demo found; :meth:`to_json` is the ``--json`` document. ``traces``: every epoch's
+    :class:`~reactccl.trace.EpochTrace` per arm (``"baseline"``, ``"react"``) when
+    :func:`run_demo` was asked to keep them, else empty."""
 
     config: DemoConfig
     scenario: Scenario
@@ -84,6 +86,7 @@ class DemoResult:
     baseline: ArmDriver
     react: ArmDriver
     wall_s: float
+    traces: dict[str, list] = field(default_factory=dict)
 
     def metrics(self) -> dict[str, dict[str, float]]:
         """:func:`epoch_metrics` of both arms after the warm-up."""
@@ -158,36 +161,46 @@ def netsim_engine(cfg: DemoConfig) -> str | None:
 
 
 def run_demo(cfg: DemoConfig = DemoConfig(), params: Mapping[str, Any] | None = None,
-             on_epoch: Callable[[int, float, float], None] | None = None, engine: str = "fluid") -> DemoResult:
+             on_epoch: Callable[[int, float, float], None] | None = None, engine: str = "fluid",
+             keep_traces: bool = False) -> DemoResult:
     """Run the baseline and REACT arms of the demo scenario in lockstep (``engine="packet"``: one
     after the other, as ns-3 runs one network per process). ``engine="fluid"`` runs on the engine
     :func:`netsim_engine` picks.
 
     ``on_epoch(e, baseline_time, react_time)`` is called after each epoch (progress bars; with the
-    packet engine after each REACT epoch, the baseline having run first).
+    packet engine after each REACT epoch, the baseline having run first). ``keep_traces``: keep
+    every epoch's trace of both arms in :attr:`DemoResult.traces` (for ``--trace``).
 
     Raises:
         ValueError: see :func:`demo_scenario`; PacketSimUnavailable: ``packet`` without ns-3.
     """
     sc, rank = demo_scenario(cfg)
+    kept: dict[str, list] = {"baseline": [], "react": []} if keep_traces else {}
+
+    def step(arm: ArmDriver, name: str) -> float:
+        trace = arm.step()[0]
+        if keep_traces:
+            kept[name].append(trace)
+        return trace.duration
+
     t0 = time.perf_counter()
     if engine == "packet":
         base = ArmDriver(sc, (False,), "baseline", params, engine)
         for _ in range(sc.epochs):
-            base.step()
+            step(base, "baseline")
         react = ArmDriver(sc, (True,), "react", params, engine)
         for e in range(sc.epochs):
-            tr = react.step()[0].duration
+            tr = step(react, "react")
             if on_epoch is not None:
                 on_epoch(e, float(base.durations[e, 0]), tr)
-        return DemoResult(cfg, sc, rank, base, react, time.perf_counter() - t0)
+        return DemoResult(cfg, sc, rank, base, react, time.perf_counter() - t0, kept)
     fluid = netsim_engine(cfg)
     base = ArmDriver(sc, (False,), "baseline", params, engine, fluid)
     react = ArmDriver(sc, (True,), "react", params, engine, fluid)
     for e in range(sc.epochs):
-        tb = base.step()[0].duration
-        tr = react.step()[0].duration
+        tb = step(base, "baseline")
+        tr = step(react, "react")
         if on_epoch is not None:
             on_epoch(e, tb, tr)
-    return DemoResult(cfg, sc, rank, base, react, time.perf_counter() - t0)
+    return DemoResult(cfg, sc, rank, base, react, time.perf_counter() - t0, kept)
 
