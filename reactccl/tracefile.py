@@ -8,9 +8,11 @@ Layout of a file (one or more *runs*, e.g. the baseline and REACT arms of ``simu
   first lane free at its start, so slices of one lane never overlap (a rank's concurrent sends
   stack in lanes ``flows 1``, ``flows 2``, ...). ``args`` hold flow, epoch, step, src, dst, chunk
   graph, op, bytes, FCT (µs) and rate (Gbps), and the hosts where the executor knows them;
-- a process per run named ``"... epochs"``: an ``X`` event per epoch (algbw, busbw in GB/s) on thread
-  ``epochs``, and on thread ``REACT`` an instant event (``ph: "i"``) per decision at the end of the
-  epoch it was made after, and one where it takes effect (``applied``), only if that epoch ran;
+- a process per run named ``"... epochs"``: an ``X`` event per epoch (algbw, busbw in GB/s) on lanes
+  ``epochs 1``, ... (real calls of several ranks can overlap: one rank enters the next call before
+  another leaves this one), and on thread ``REACT`` an instant event (``ph: "i"``) per decision at
+  the end of the epoch it was made after, and one where it takes effect (``applied``), only if that
+  epoch ran;
 - metadata events (``ph: "M"``) naming every process and thread and ordering them.
 
 ``ts``/``dur`` are microseconds (floats, to the nanosecond). The grouping of flows into processes
@@ -38,6 +40,7 @@ __all__ = ["TraceRun", "by_rank", "chrome_trace", "write_chrome_trace", "check_t
 MAX_EVENTS = 2_000_000
 
 _US = 1e6
+_REACT_TID = 1000     # the decisions' thread in a run's epochs process (lanes are 1, 2, ...)
 
 #: ``tracks(trace) -> (key per flow (F,), {key: process name})``: which process each flow goes on.
 Tracks = Callable[[EpochTrace], tuple[np.ndarray, dict[int, str]]]
@@ -61,12 +64,27 @@ class TraceRun:
             as the simulator's clock runs (epoch e starts when e - 1 ends).
         decisions: REACT's decisions (objects with ``epoch``, ``effective_epoch``, ``kind`` and
             ``to_dict()``, e.g. :class:`reactccl.tuner.log.Decision`), or their ``to_dict()`` forms.
+        unit: what one trace is called on the epochs track (``"epoch"``; ``perf``: ``"call"``).
     """
 
     name: str
     traces: Sequence[EpochTrace]
     starts: Sequence[float] | None = None
     decisions: Sequence[Any] = field(default_factory=list)
+    unit: str = "epoch"
+
+    @classmethod
+    def on_clock(cls, name: str, traces: Sequence[EpochTrace], decisions: Sequence[Any] = (),
+                 unit: str = "epoch") -> TraceRun:
+        """A run of real calls laid out as they ran: each trace starts at its ``meta["t0"]`` (s, the
+        runtime's clock, :func:`reactccl.runtime.records.assemble_trace`), less the first one's.
+
+        Raises:
+            KeyError: a trace without ``meta["t0"]`` (not from the runtime).
+        """
+        t0 = [float(t.meta["t0"]) for t in traces]
+        first = min(t0, default=0.0)
+        return cls(name, traces, [t - first for t in t0], list(decisions), unit)
 
     def epoch_starts(self) -> np.ndarray:
         """``starts`` as an array, or the back-to-back starts (s), shape ``(E,)``.
@@ -130,19 +148,20 @@ class _Builder:
         self.events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
                             "args": {"sort_index": tid}})
 
-    def lane(self, pid: int, ts: float, end: float) -> int:
-        """The first lane of ``pid`` free at ``ts`` (a new one if none), now busy until ``end``."""
+    def lane(self, pid: int, ts: float, end: float, prefix: str = "flows") -> int:
+        """The first lane (thread) of ``pid`` free at ``ts`` (a new one, named ``prefix k``, if none),
+        now busy until ``end``."""
         ends = self.lanes.setdefault(pid, [])
         for i, e in enumerate(ends):
             if e <= ts:
                 ends[i] = end
                 return i + 1
         ends.append(end)
-        self.thread(pid, len(ends), f"flows {len(ends)}")
+        self.thread(pid, len(ends), f"{prefix} {len(ends)}")
         return len(ends)
 
 
-def _flow_events(b: _Builder, ri: int, run: TraceRun, e: int, tr: EpochTrace, t0: float, tracks: Tracks) -> None:
+def _flow_events(b: _Builder, ri: int, run: TraceRun, tr: EpochTrace, t0: float, tracks: Tracks) -> None:
     p = tr.pattern
     keys, names = tracks(tr)
     src_host, dst_host = tr.meta.get("src_host"), tr.meta.get("dst_host")
@@ -166,33 +185,35 @@ def _flow_events(b: _Builder, ri: int, run: TraceRun, e: int, tr: EpochTrace, t0
 
 def _run_events(b: _Builder, ri: int, run: TraceRun, tracks: Tracks) -> None:
     starts = run.epoch_starts()
-    pid = b.process((ri, "epochs"), _label(run, "epochs"))
-    b.thread(pid, 1, "epochs")
-    for e, (tr, t0) in enumerate(zip(run.traces, starts, strict=True)):
+    pid = b.process((ri, "epochs"), _label(run, run.unit + "s"))
+    for tr, t0 in zip(run.traces, starts, strict=True):
         algbw, busbw = tr.algbw, tr.busbw
-        b.events.append({"ph": "X", "cat": "epoch", "name": f"epoch {tr.epoch}", "pid": pid, "tid": 1,
-                         "ts": _us(t0), "dur": _us(tr.duration),
+        ts, dur = _us(t0), _us(tr.duration)
+        b.events.append({"ph": "X", "cat": "epoch", "name": f"{run.unit} {tr.epoch}", "pid": pid,
+                         "tid": b.lane(pid, ts, ts + dur, run.unit + "s"), "ts": ts, "dur": dur,
                          "args": {"epoch": int(tr.epoch), "pattern": tr.pattern.name, "flows": tr.pattern.num_flows,
                                   "message_bytes": float(tr.message_bytes),
                                   "algbw_GBps": round(algbw / 1e9, 6) if math.isfinite(algbw) else None,
                                   "busbw_GBps": round(busbw / 1e9, 6) if math.isfinite(busbw) else None}})
-        _flow_events(b, ri, run, e, tr, float(t0), tracks)
+        _flow_events(b, ri, run, tr, float(t0), tracks)
     if run.decisions:
-        b.thread(pid, 2, "REACT")
-    by_epoch = {int(tr.epoch): k for k, tr in enumerate(run.traces)}
+        b.thread(pid, _REACT_TID, "REACT")
+    last = {int(tr.epoch): k for k, tr in enumerate(run.traces)}     # an epoch may be several calls (DDP)
+    first = {int(tr.epoch): k for k, tr in reversed(list(enumerate(run.traces)))}
     for i, d in enumerate(run.decisions):
         doc = _decision_fields(d)
-        k = by_epoch.get(int(doc.get("epoch", -1)))
+        k = last.get(int(doc.get("epoch", -1)))
         if k is None:          # made after an epoch this run does not hold: nowhere to put it
             continue
         at = _us(starts[k] + run.traces[k].duration)
-        eff = by_epoch.get(int(doc.get("effective_epoch", -1)))
+        eff = first.get(int(doc.get("effective_epoch", -1)))
         doc["applied"] = eff is not None
         name = _decision_name(i, doc)
-        b.events.append({"ph": "i", "s": "t", "cat": "react", "name": name, "pid": pid, "tid": 2, "ts": at,
+        b.events.append({"ph": "i", "s": "t", "cat": "react", "name": name, "pid": pid, "tid": _REACT_TID, "ts": at,
                          "args": doc})
         if eff is not None:
-            b.events.append({"ph": "i", "s": "p", "cat": "react", "name": f"{name} applied", "pid": pid, "tid": 2,
+            b.events.append({"ph": "i", "s": "p", "cat": "react", "name": f"{name} applied", "pid": pid,
+                             "tid": _REACT_TID,
                              "ts": _us(starts[eff]), "args": {"decision": i, "epoch": doc.get("effective_epoch")}})
 
 

@@ -131,6 +131,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--json", action="store_true", help="print the rows as one JSON document (reactccl.perf/2)")
     o.add_argument("--csv", action="store_true", help="print the rows as CSV (times in us, bandwidths in GB/s)")
     o.add_argument("--plot", metavar="PNG", help="write out-of-place busbw against size, one line per algorithm")
+    o.add_argument("--trace", metavar="FILE.json",
+                   help="real ranks: write every call of our patterns as Chrome trace-event JSON for Perfetto "
+                        "(rank 0 writes it after the sweep): a track per rank, a slice per flow (bytes, rate)")
     bound_counts(p, {"-n": MAX_ITERS, "-w": MAX_ITERS, "--ecmp-ports": MAX_ECMP_PORTS})
     p.set_defaults(func=run)
 
@@ -233,7 +236,10 @@ def run(args) -> int:
         sizes = _sizes(args)
         check_dtype(args.datatype, sizes[0], real=real)   # before any rank starts
         opts = parse_options(args.option)
-        check_outputs(plot=args.plot, output_file=args.output_file)
+        check_outputs(plot=args.plot, output_file=args.output_file, trace=args.trace)
+        if args.trace and not real:
+            raise ValueError("--trace: perf writes flow traces on real ranks (under torchrun); on the simulator "
+                             "use `reactccl simulate --trace FILE.json`, which traces every epoch")
         if args.output_file and not args.output_file.lower().endswith((".json", ".csv")):
             raise ValueError(f"-J/--output_file {args.output_file}: the name must end in .json or .csv")
         if real:
@@ -311,7 +317,7 @@ def _run_real(args, sizes, algos, coll, opts) -> int:
             raise ValueError(f"-r {args.root}: not a rank of the {n} ranks")
         rows = dist_sweep(algos, sizes, iters=args.iters, warmup=args.warmup, dtype=args.datatype, options=opts,
                           include_dist=not args.no_dist, timeout=args.timeout, check=args.check, root=args.root,
-                          blocking=args.blocking, average=int(args.average))
+                          blocking=args.blocking, average=int(args.average), trace_to=args.trace)
         rank = dist.get_rank()
     finally:
         if own:
