@@ -25,10 +25,11 @@ from ..topology import UnitError, parse_topology
 from ..topology.graph import MAX_LINKS
 from ..topology.units import parse_bytes
 from ..trace import format_byte_rate, format_bytes, format_time
-from ._common import check_outputs
+from ._common import check_outputs, save_pattern_line
 from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_EXTERNAL_FLOWS, bound_counts
 from .commands import HELP
 from .errors import report
+from .output import print_table, stdout_console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -116,9 +117,7 @@ def _config(args: argparse.Namespace) -> DemoConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; returns the exit code (2 on a bad setting)."""
-    console = Console()
-    if not console.is_terminal:  # piped or redirected: wide enough for the tables
-        console = Console(width=120)
+    console = stdout_console()
     try:
         cfg = _config(args)
         check_config(cfg)
@@ -161,16 +160,14 @@ def _save_pattern(args: argparse.Namespace, res: DemoResult) -> int:
     """``--save-pattern``: REACT's last pattern, verified, to the file; 2 if it cannot be written."""
     if not getattr(args, "save_pattern", None):
         return 0
-    from ..pattern import verify  # start-up cost
-    from ..pattern.files import save_pattern
-    p = res.react.current[0]
-    verify(p)
     try:
-        fmt = save_pattern(p, args.save_pattern)
+        line = save_pattern_line(res.react.current[0], args.save_pattern)
     except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            raise
         print(f"error: --save-pattern {args.save_pattern}: {e.strerror or e}", file=sys.stderr)
         return 2
-    print(f"wrote {args.save_pattern} ({fmt}): {p!r} (verified)", file=sys.stderr)
+    print(line, file=sys.stderr)
     return 0
 
 
@@ -253,11 +250,17 @@ def _decisions(res: DemoResult) -> list[str]:
     estimated and measured gain, and whether it was kept."""
     log = res.controller.decisions
     tau = res.controller.params.tau_r
+    last = res.config.epochs - 1
     lines = ["[bold]What REACT did and why[/bold] (decision log; ① global, ② chunk-graph, ③ position swap; "
              "gains are epoch-time speed-ups)"]
     if not log:
         lines.append("  no decision: the pattern never changed")
     for i, d in enumerate(log):
+        if d.effective_epoch > last:       # decided too late to run: not applied, nothing measured
+            lines.append(f"  #{i} after epoch {d.epoch}, for epoch {d.effective_epoch}: {d.kind}, "
+                         f"[yellow]never applied[/yellow] (the run ended with epoch {last})")
+            lines += ["     " + x for x in _decision_details(d)]
+            continue
         head = f"  #{i} after epoch {d.epoch}, runs from epoch {d.effective_epoch}: "
         if d.kind == "revert":
             lines.append(head + f"[yellow]revert #{d.reverts}[/yellow] (trial measured "
@@ -322,14 +325,14 @@ def _results(res: DemoResult) -> Table:
 def show(res: DemoResult, console: Console) -> None:
     """Print the demo's result for people."""
     console.print(_header(res))
-    console.print(_patterns(res))
+    print_table(console, _patterns(res))
     note = _untreed_note(res)
     if note:
         console.print(note)
     console.print(_moves(res))
     for line in _decisions(res):
         console.print(line)
-    console.print(_results(res))
+    print_table(console, _results(res))
     k = res.react.changes[0]
     engine = "packet level (ns-3, DCTCP)" if res.baseline.engine == "packet" else "flow level (max-min)"
     console.print(f"REACT changed the pattern {k} time{'' if k == 1 else 's'}; both runs took {res.wall_s:.1f} s "

@@ -21,6 +21,7 @@ from ..experiments.sp_figures import run_experiment as run_sp_experiment
 from .bounds import MAX_EPOCHS, MAX_SCENARIOS, bound_counts, jobs_count
 from .commands import HELP
 from .errors import progress, report
+from .output import print_table, stdout_console
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -112,7 +113,7 @@ def _run_engines(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps({k: v for k, v in doc.items() if k != "scenarios"}, indent=1))
         return 0
-    console.print(engines_table(doc))
+    print_table(console, engines_table(doc))
     w = doc["wall_s"]
     console.print(f"{doc['config']['scenario_count']} scenarios x 2 arms on each engine: fluid {w['fluid']:.1f} s, "
                   f"packet {w['packet']:.1f} s ({doc['config']['jobs']} workers); wrote {doc['files']['json']}")
@@ -148,9 +149,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    console = Console()
-    if not console.is_terminal:  # piped or redirected: wide enough for the table
-        console = Console(width=160)
+    console = stdout_console()
     if args.name == "list":
         for e in EXPERIMENTS.values():
             console.print(f"[bold]{e.name}[/bold]  {e.title}")
@@ -196,7 +195,7 @@ def _run(args: argparse.Namespace) -> int:
         slim = {k: v for k, v in doc.items() if k != "scenarios"}
         print(json.dumps(slim, indent=1))
         return 0
-    console.print(experiment_table(doc))
+    print_table(console, experiment_table(doc))
     console.print(f"notes: {doc['notes']}")
     console.print(f"{doc['config']['scenario_count']} scenarios in {doc['wall_s']:.1f} s "
                   f"({doc['config']['jobs']} workers); wrote {doc['files'].get('json')} and {doc['files'].get('png')}")

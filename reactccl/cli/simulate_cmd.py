@@ -34,6 +34,7 @@ from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_LIST, MAX_REPLICAS, bound_co
 from .commands import HELP
 from .errors import report
 from .options import parse_options
+from .output import print_table, stdout_console
 from .simulate_files import add_file_options, check_trace_size, load_pattern_arg, write_outputs
 
 EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
@@ -76,7 +77,7 @@ def render(result: SimulationResult, console: Console) -> None:
                   f"mean {format_time(s['mean_s'])}   (min {format_time(s['min_s'])}, max {format_time(s['max_s'])})")
     console.print(f"mean algbw: {format_rate(s['algbw_Bps'])}   mean busbw: {format_rate(s['busbw_Bps'])}")
     if r.slowest:   # --slowest 0: no table, not an empty one
-        console.print(_slowest_table(r.slowest))
+        print_table(console, _slowest_table(r.slowest))
     rate = r.epochs * r.num_flows / r.wall_s if r.wall_s > 0 else float("inf")
     console.print(f"simulated in {r.wall_s:.3g} s ({r.events} events, {rate:,.0f} flows/s)", style="dim")
 
@@ -193,11 +194,31 @@ def render_comparison(base: SimulationResult, react: SimulationResult, warmup: i
         table.add_column(col, justify="left" if not col else "right")
     for row in rows:
         table.add_row(*row)
-    console.print(table)
+    print_table(console, table)
     log = react.controller.decisions
-    console.print(f"REACT: {len(log)} decisions, the pattern in use changed {react.pattern_changes} times")
-    if len(log):
-        console.print(log.report())
+    console.print(f"REACT: {_count(len(log), 'decision')}, the pattern in use changed "
+                  f"{_count(react.pattern_changes, 'time')}")
+    for line in decision_report(log, react.epochs):
+        console.print(line, markup=False)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def decision_report(log, epochs: int) -> list[str]:
+    """REACT's decision log as text (each decision's ``summary()``), a decision whose effective epoch
+    is past the run's last (``epochs - 1``) said to be never applied, with no measured verdict."""
+    lines = []
+    for i, d in enumerate(log):
+        if d.effective_epoch >= epochs:    # the summary's first line says "-> from epoch E"; the rest stays
+            body = d.summary().splitlines()[1:]
+            lines.append(f"[{i}] epoch {d.epoch} -> for epoch {d.effective_epoch}: {d.kind}, never applied "
+                         f"(the run ended with epoch {epochs - 1})")
+            lines += [x for x in body if "measured" not in x and "REVERTED" not in x]
+        else:
+            lines.append(f"[{i}] {d.summary()}")
+    return lines
 
 
 def list_links(topology: str, console: Console) -> None:
@@ -210,7 +231,7 @@ def list_links(topology: str, console: Console) -> None:
     for row in topo.link_rows():
         table.add_row(str(row["link"]), str(row["cable"]), str(row["src"]), str(row["dst"]),
                       f"{row['capacity'] / 1e9:g} Gbps", format_time(row["latency"]))
-    console.print(table)
+    print_table(console, table)
 
 
 def _check_args(args) -> None:
@@ -251,7 +272,7 @@ def _check_args(args) -> None:
 def _cmd_simulate(args) -> int:
     if args.list_links:
         try:
-            list_links(args.topology, Console(highlight=False, soft_wrap=True))
+            list_links(args.topology, stdout_console())
         except (TopologyError, UnitError) as exc:
             return report(exc)
         return 0
@@ -270,12 +291,13 @@ def _cmd_simulate(args) -> int:
     except (PatternError, TopologyError, BackgroundError, UnitError, SimulationError, TunerError,
             ValueError, PacketSimUnavailable, PacketSimError) as exc:
         return report(exc)
-    console = Console(highlight=False, soft_wrap=True)
+    console = stdout_console()
     if args.react:
         if args.json:
             doc = {"schema": "reactccl.simulate-react/1", "warmup": args.warmup, "baseline": base.to_dict(),
                    "react": react.to_dict(), "params": params.to_dict(),
-                   "decisions": [d.to_dict() for d in react.controller.decisions]}
+                   "decisions": [d.to_dict() | {"applied": d.effective_epoch < react.epochs}
+                                 for d in react.controller.decisions]}
             json.dump(doc, sys.stdout)
             sys.stdout.write("\n")
         else:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..pattern import PatternError, verify
-from ..pattern.files import load_pattern, save_pattern
+from ..pattern import PatternError
+from ..pattern.files import load_pattern
+from ._common import save_pattern_line
 
 
 def add_file_options(p: argparse.ArgumentParser) -> None:
@@ -70,9 +71,7 @@ def write_outputs(args, result=None, base=None, react=None) -> int:
     try:
         if args.save_pattern:
             p = last.traces[-1].pattern if last.traces else last.controller.current_pattern
-            verify(p)
-            fmt = save_pattern(p, args.save_pattern)
-            print(f"wrote {args.save_pattern} ({fmt}): {p!r} (verified)", file=sys.stderr)
+            print(save_pattern_line(p, args.save_pattern), file=sys.stderr)
         if args.plot or args.timeline:
             from ..experiments.run_plots import plot_epochs, plot_timeline  # start-up cost
             title = (f"{last.algorithm}, {last.num_ranks} ranks on {last.topology}, "

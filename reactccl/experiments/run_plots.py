@@ -43,7 +43,8 @@ def plot_epochs(path: str | Path, runs: Sequence[tuple[str, np.ndarray]], change
         runs: ``(label, durations)`` pairs; durations in seconds, shape ``(E,)``.
         changes: REACT decisions (objects with ``effective_epoch`` and ``kind``, as in
             ``reactccl.tuner.log.Decision``): a dashed green line where a swap took effect,
-            an orange one where a revert did.
+            an orange one where a revert did; one whose epoch is past the longest run never took
+            effect and is not drawn.
         title: the figure title.
         warmup: shade epochs ``0..warmup-1`` (left out of the comparison).
 
@@ -57,7 +58,10 @@ def plot_epochs(path: str | Path, runs: Sequence[tuple[str, np.ndarray]], change
     for label, d in runs:
         ax.plot(np.arange(len(d)), np.asarray(d) / scale, marker=".", markersize=3, linewidth=1.2, label=label)
     seen = set()
+    epochs = max((len(d) for _, d in runs), default=0)
     for dec in changes:
+        if dec.effective_epoch >= epochs:      # decided too late to run
+            continue
         kind = getattr(dec, "kind", "transform")
         color = "tab:orange" if kind == "revert" else "tab:green"
         lab = ("REACT revert" if kind == "revert" else "REACT swap takes effect")
