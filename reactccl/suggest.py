@@ -48,10 +48,10 @@ def close_names(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """``"; did you mean 'nccl-tree'?"`` (or ``"... 'a' or 'b'?"``) for :func:`close_names` of
-    ``word``, to append to an error message; ``""`` when nothing is close."""
+    """``" (did you mean 'nccl-tree'?)"`` (or ``"... 'a' or 'b'?)"``) for :func:`close_names` of
+    ``word``, to append to the name in an error message; ``""`` when nothing is close."""
     found = close_names(word, choices)
     if not found:
         return ""
     quoted = [repr(f) for f in found]
-    return "; did you mean " + (quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?"
+    return " (did you mean " + (quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]) + "?)"

@@ -85,7 +85,7 @@ def test_unknown_command_says_did_you_mean(typed, meant, capsys):
     with pytest.raises(SystemExit) as e:
         main([typed])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and f"unknown command {typed!r}; did you mean {meant!r}?" in err
+    assert e.value.code == 2 and f"unknown command {typed!r} (did you mean {meant!r}?)" in err
 
 
 def test_compile_notice_names_the_family_once():

@@ -18,6 +18,7 @@ from ..experiments.sp_figures import DEFAULT_OUT as SP_DEFAULT_OUT
 from ..experiments.sp_figures import EXPERIMENTS as SP_EXPERIMENTS
 from ..experiments.sp_figures import prepare_out
 from ..experiments.sp_figures import run_experiment as run_sp_experiment
+from ..suggest import did_you_mean
 from .bounds import MAX_EPOCHS, MAX_SCENARIOS, bound_counts, jobs_count
 from .commands import HELP
 from .errors import progress, report
@@ -177,8 +178,9 @@ def _run(args: argparse.Namespace) -> int:
             return report(exc, "error")
         return 0
     if args.name not in EXPERIMENTS:
-        known = ", ".join([*EXPERIMENTS, *SP_EXPERIMENTS])
-        return report(f"unknown experiment {args.name!r}; known: {known}", "error")
+        every = [*EXPERIMENTS, *SP_EXPERIMENTS, "list"]
+        return report(f"unknown experiment {args.name!r}{did_you_mean(args.name, every)}; "
+                      f"known: {', '.join(every[:-1])} (or 'list')", "error")
     if getattr(args, "engine", "fluid") == "packet":
         return _run_engines(args, console)
     if getattr(args, "size", None) is not None:

@@ -46,7 +46,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub.required = True
     wanted = None if argv is None else command_named(argv)
     if wanted is not None and wanted not in HELP:
-        parser.error(f"unknown command {wanted!r}{did_you_mean(wanted, HELP)} (commands: {', '.join(HELP)})")
+        parser.error(f"unknown command {wanted!r}{did_you_mean(wanted, HELP)}; commands: {', '.join(HELP)}")
     for cmd in COMMANDS:
         if argv is None or cmd.name == wanted:
             importlib.import_module(cmd.module).add_parser(sub)

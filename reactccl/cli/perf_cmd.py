@@ -34,6 +34,7 @@ from ..experiments.perf import (
 from ..experiments.perf_format import format_csv, format_table, perf_document, plot_busbw
 from ..packetsim.native import INSTALL_HINT
 from ..pattern import Collective, PatternError
+from ..suggest import did_you_mean
 from ._common import check_outputs, deprecated_alias
 from .bounds import MAX_ECMP_PORTS, MAX_ITERS, bound_counts
 from .commands import HELP
@@ -188,7 +189,7 @@ def _check(args, coll) -> None:
         raise ValueError(f"-c {args.check}: checked runs must be >= 0")
     op = args.op.strip().lower()
     if op not in OPS:
-        raise ValueError(f"-o {args.op}: expected one of {', '.join(OPS)} (nccl-tests' names)")
+        raise ValueError(f"-o {args.op}{did_you_mean(op, OPS)}: expected one of {', '.join(OPS)} (nccl-tests' names)")
     if op != "sum":
         raise ValueError(f"-o {args.op}: our patterns reduce by adding (the IR's reduce flow is a sum); only -o sum "
                          f"runs")

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..pattern import Collective, CollectivePattern
+from ..suggest import did_you_mean
 from ..trace import busbw_factor
 
 __all__ = ["PerfRow", "DTYPES", "REAL_DTYPES", "COLLECTIVES", "DEFAULT_ALGORITHMS", "MAX_SIZES", "collective_of",
@@ -72,7 +73,8 @@ def collective_of(name: str) -> Collective:
     for c in Collective:
         if c.value == key:
             return c
-    raise ValueError(f"--collective {name}: expected one of {', '.join(COLLECTIVES)}")
+    raise ValueError(f"--collective {name}{did_you_mean(str(name), COLLECTIVES)}: expected one of "
+                     f"{', '.join(COLLECTIVES)}")
 
 
 def nccl_name(collective: Collective | str) -> str:

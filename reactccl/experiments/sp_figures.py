@@ -58,6 +58,7 @@ import json
 import os
 from pathlib import Path
 
+from ..suggest import did_you_mean
 from .sp_goodput import KIB, MIB, SIZES, Fabric, GoodputRun, goodput_sweep
 
 __all__ = ["EXPERIMENTS", "QUICK", "OPTIONS", "PAPER", "run_experiment", "gain_table", "fmt_size", "prepare_out",
@@ -362,7 +363,8 @@ def run_experiment(name: str, out_dir: str | Path, quick: bool = False, **args) 
             output folder that cannot be created (checked first), or a bad size, k or family.
     """
     if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+        raise ValueError(f"unknown experiment {name!r}{did_you_mean(name, EXPERIMENTS)}; "
+                         f"known: {', '.join(EXPERIMENTS)}")
     bad = sorted(set(args) - _COMMON - OPTIONS[name])
     if bad:
         takes = ", ".join(sorted(e for e, o in OPTIONS.items() if bad[0] in o)) or "none"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..suggest import did_you_mean
 from . import builders
 from .dragonfly import dragonfly
 from .graph import Topology, TopologyError
@@ -162,8 +163,9 @@ def parse_topology(spec: str) -> Topology:
     if name in FABRICS:
         return _fabric(text, name, items)
     if name not in TOPOLOGIES:
-        raise TopologyError(f"topology {text!r}: unknown name {name!r}; "
-                            f"known: {', '.join(sorted([*TOPOLOGIES, *FABRICS]))}")
+        known = sorted([*TOPOLOGIES, *FABRICS])
+        raise TopologyError(f"topology {text!r}: unknown name {name!r}{did_you_mean(name, known)}; "
+                            f"known: {', '.join(known)}")
     entry = TOPOLOGIES[name]
     kwargs: dict[str, object]
     kwargs, given = _link_items(text, name, items, tuple(entry.keys), entry.example)
