@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..suggest import did_you_mean
 from .metrics import default_warmup
 from .scenario import (
-from ..suggest import did_you_mean
     PAPER, Scenario, degraded_scenario, network_sharing_scenario, random_pairs_scenario, shared_nodes_scenario,
 )
 
