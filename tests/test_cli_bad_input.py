@@ -131,7 +131,7 @@ def test_experiment_warmup_follows_the_epochs_given(files, monkeypatch, capsys):
     monkeypatch.chdir(files)
     assert main(["experiment", "fig12", "--quick", "--epochs", "5", "--no-progress", "--out", str(files)]) == 0
     import json
-    cfg = json.loads((files / "fig12.json").read_text())["config"]
+    cfg = json.loads((files / "fig12-epochs5-quick.json").read_text())["config"]
     assert (cfg["epochs"], cfg["warmup"]) == (5, 1)   # the quick warm-up (10) is longer: a quarter of 5
     assert "warmup" not in capsys.readouterr().err
 

@@ -200,5 +200,7 @@ def _run(args: argparse.Namespace) -> int:
     print_table(console, experiment_table(doc))
     console.print(f"notes: {doc['notes']}")
     console.print(f"{doc['config']['scenario_count']} scenarios in {doc['wall_s']:.1f} s "
-                  f"({doc['config']['jobs']} workers); wrote {doc['files'].get('json')} and {doc['files'].get('png')}")
+                  f"({doc['config']['jobs']} workers); wrote {doc['files'].get('json')} and {doc['files'].get('png')}"
+                  + (" (replacing the files of an earlier run with the same settings)"
+                     if doc["files"].get("replaced") else ""))
     return 0
