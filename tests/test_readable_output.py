@@ -30,7 +30,7 @@ def _trace(p, seed=0):
     rng = np.random.default_rng(seed)
     start = np.sort(rng.uniform(0, 1e-3, p.num_flows))
     return EpochTrace(0, p, 20e6, start, start + rng.uniform(1e-6, 3e-4, p.num_flows), np.full(p.num_flows, 1e5),
-                      float(1.3e-3))
+                      1.3e-3)
 
 
 @pytest.mark.parametrize("name, n, opts", [("ring", 8, {}), ("nccl-tree", 4, {"slices": 1}),

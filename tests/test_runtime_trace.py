@@ -3,6 +3,7 @@ same EpochTrace as the runtime's own gather, and the file's slices are those flo
 ReactAllReduce(trace=) and perf --trace write one file per job on rank 0."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,7 +81,7 @@ def test_react_allreduce_trace_is_written_by_the_leader_at_close(tmp_path):
     path = str(tmp_path / "ar.json")
     res = run_local(_child_allreduce, 2, path, timeout=180)
     assert res == [64.0, 64.0]               # 1 doubled by 6 sums on 2 ranks
-    doc = json.loads(open(path).read())
+    doc = json.loads(Path(path).read_text())
     check_trace_events(doc)
     epochs = [ev["args"]["epoch"] for ev in doc["traceEvents"] if ev["ph"] == "X" and ev["cat"] == "epoch"]
     assert 1 <= len(epochs) <= 6 and epochs == sorted(epochs) and set(epochs) <= set(range(6))
@@ -98,7 +99,7 @@ def _child_perf(rank, world, path):
 def test_perf_trace_holds_every_call_of_the_sweep(tmp_path):
     path = str(tmp_path / "perf.json")
     assert run_local(_child_perf, 2, path, timeout=180) == [1, 1]
-    doc = json.loads(open(path).read())
+    doc = json.loads(Path(path).read_text())
     check_trace_events(doc)
     calls = [ev for ev in doc["traceEvents"] if ev["ph"] == "X" and ev["cat"] == "epoch"]
     # per placement (out of place, in place): 1 warm-up + 2 timed + 1 checked call

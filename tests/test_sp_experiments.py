@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -97,7 +98,7 @@ MIB = 1 << 20
 def _report(name, tmp_path, **kw):
     text = run_experiment(name, tmp_path, log=None, **kw)
     path = re.search(r"wrote (\S+\.json) and", text).group(1)   # named by its settings (outputs.result_stem)
-    return text, json.loads(open(path).read())
+    return text, json.loads(Path(path).read_text())
 
 
 def test_summary_without_baseline_or_without_sp(tmp_path):
