@@ -76,7 +76,8 @@ def test_bruck_moves_each_block_by_the_bits_of_its_distance():
 @pytest.mark.parametrize("n", [1, 2, 3, 6, 8, 13, 70])
 def test_every_generator_verifies_both_ways(name, opts, n):
     p = generate(name, n, **opts)
-    verify(p, compiled=False)               # generate() already ran the compiled path (n <= 64)
+    verify(p, compiled=True)                # the compiled accept path (n <= 64; else the reference)
+    verify(p, compiled=False)
     assert (p.num_flows == 0) == (n == 1)
 
 

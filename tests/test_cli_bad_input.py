@@ -90,7 +90,7 @@ BAD = [
     ("perf -b 1K -e 1K -g 8", "-g/--ngpus 8: nccl-tests' GPUs per thread do not apply"),
     ("perf -b 1K -e 1K -G 10", "-G/--cudagraph 10: CUDA graph launches do not apply"),
     ("perf -b 1K -e 1K -o prod", "-o prod: our patterns reduce by adding"),
-    ("perf -b 1K -e 1K --collective all_to_all_v", "--collective all_to_all_v: expected one of all_reduce, all_gather"),
+    ("perf -b 1K -e 1K --collective all_to_all_v", "--collective all_to_all_v (did you mean 'alltoall'?): expected one of all_reduce, all_gather"),
     ("perf -b 1K -e 1K --collective alltoall --algorithm ring", "--algorithm ring: computes allreduce, not "
                                                                 "--collective alltoall"),
     ("perf -b 1K -e 1K --algorithm ring,alltoall-bruck", "one collective per sweep; got ring (allreduce), "
@@ -131,7 +131,7 @@ def test_experiment_warmup_follows_the_epochs_given(files, monkeypatch, capsys):
     monkeypatch.chdir(files)
     assert main(["experiment", "fig12", "--quick", "--epochs", "5", "--no-progress", "--out", str(files)]) == 0
     import json
-    cfg = json.loads((files / "fig12.json").read_text())["config"]
+    cfg = json.loads((files / "fig12-epochs5-quick.json").read_text())["config"]
     assert (cfg["epochs"], cfg["warmup"]) == (5, 1)   # the quick warm-up (10) is longer: a quarter of 5
     assert "warmup" not in capsys.readouterr().err
 

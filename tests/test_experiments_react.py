@@ -21,9 +21,10 @@ def _tiny(name, tmp_path, **kw):
 
 def test_quick_fig5a_writes_json_and_png(tmp_path):
     doc = _tiny("fig5a", tmp_path, epochs=20, warmup=5)
-    path = tmp_path / "fig5a.json"
+    path = tmp_path / "fig5a-epochs20-quick-scenarios1-warmup5.json"       # named by its settings
     assert json.loads(path.read_text())["experiment"] == "fig5a"
-    assert (tmp_path / "fig5a.png").read_bytes()[:8] == PNG_MAGIC
+    assert (tmp_path / "fig5a-epochs20-quick-scenarios1-warmup5.png").read_bytes()[:8] == PNG_MAGIC
+    assert doc["files"] == {"json": str(path), "png": str(path.with_suffix(".png")), "replaced": []}
     assert doc["schema"] == SCHEMA and doc["metric"] == "improvement"
     assert doc["config"] | {"jobs": 1} == doc["config"]
     assert doc["config"]["scenario_count"] == 2 == len(doc["scenarios"])  # quick: x in {1, 4}, p = 2
@@ -64,7 +65,7 @@ def test_quick_fig7_arms(tmp_path):
     assert {r["arm"] for r in doc["rows"]} == {"react-job1", "react-both"}
     sc = doc["scenarios"][0]
     assert sc["arms"]["react-job1"]["jobs"][1]["changes"] == 0  # job 2 keeps its pattern
-    assert (tmp_path / "fig7.png").exists()
+    assert (tmp_path / "fig7-epochs12-quick-scenarios1-warmup4.png").exists()
 
 
 def test_experiment_command(tmp_path, capsys):
@@ -73,7 +74,7 @@ def test_experiment_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0
     assert "fig8" in out and "wrote" in out
-    doc = json.loads((tmp_path / "fig8.json").read_text())
+    doc = json.loads((tmp_path / "fig8-epochs15-quick-scenarios2-warmup5.json").read_text())
     assert doc["rows"][0]["paper"] == "up to 20%"
     assert doc["config"]["jobs"] == 2 and len(doc["scenarios"]) == 2
     assert doc["rows"][0]["setting"] == {"rate_gbps": 30}

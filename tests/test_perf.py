@@ -23,7 +23,9 @@ STAR = ["--ranks", "4", "--topology", "star:hosts=4", "-n", "1", "-w", "0"]
 
 def test_sizes_like_nccl_tests():
     assert parse_nccl_size("8") == 8 and parse_nccl_size("1K") == 1024 and parse_nccl_size("128M") == 128 << 20
-    assert parse_nccl_size("20MB") == 20_000_000 and parse_nccl_size("1G") == 1 << 30
+    assert parse_nccl_size("20MiB") == 20 << 20 and parse_nccl_size("1G") == 1 << 30
+    with pytest.raises(ValueError, match="perf's sizes are binary"):     # 20MB is 20e6 elsewhere: refused here
+        parse_nccl_size("20MB")
     s = nccl_sizes(8, 128 << 20, 2)
     assert len(s) == 25 and s[0] == 8 and s[-1] == 134217728 and s[1] == 16
     assert nccl_sizes(1000, 4000, step=1000) == [1000, 2000, 3000, 4000]

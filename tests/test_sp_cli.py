@@ -12,8 +12,8 @@ from reactccl.experiments.sp_figures import QUICK
 
 def test_experiment_quick_through_cli(tmp_path, capsys):
     assert main(["experiment", "sp-hyperx", "--quick", "--no-progress", "--out", str(tmp_path)]) == 0
-    doc = json.loads((tmp_path / "sp-hyperx.json").read_text())
-    assert doc["quick"] is True and (tmp_path / "sp-hyperx.png").exists()
+    doc = json.loads((tmp_path / "sp-hyperx-quick.json").read_text())     # named by its settings
+    assert doc["quick"] is True and (tmp_path / "sp-hyperx-quick.png").exists()
     (run,) = doc["runs"]
     assert run["meta"]["fabric"] == "hyperx 4x4"
     assert sorted({r["size"] for r in run["best"]}) == QUICK["sp-hyperx"]["sizes"]
@@ -186,9 +186,11 @@ def test_experiment_out_gets_name_json_directly(tmp_path, monkeypatch, capsys):
     # and only the default (no --out) is results/sp, where `sp goodput` writes too
     monkeypatch.chdir(tmp_path)
     assert main(["experiment", "sp-hyperx", "--quick", "--no-progress", "--out", "results"]) == 0
-    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["sp-hyperx.json", "sp-hyperx.png"]
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["sp-hyperx-quick.json",
+                                                                          "sp-hyperx-quick.png"]
     assert main(["experiment", "sp-hyperx", "--quick", "--no-progress"]) == 0
-    assert json.loads((tmp_path / "results" / "sp" / "sp-hyperx.json").read_text())["experiment"] == "sp-hyperx"
+    doc = json.loads((tmp_path / "results" / "sp" / "sp-hyperx-quick.json").read_text())
+    assert doc["experiment"] == "sp-hyperx"
 
 
 def test_experiment_help_names_every_experiment(capsys):

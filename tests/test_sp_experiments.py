@@ -1,6 +1,8 @@
 """Packing, goodput sweeps and the sp CLI on small fabrics (model engine and simulator)."""
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,8 +48,8 @@ def test_cli_metrics_and_goodput(tmp_path, capsys):
     assert doc["rounds"] == 16 and doc["psi"] == pytest.approx(1)
     assert main(["sp", "goodput", "sp-hyperx", "--shape", "4x4", "--engine", "model", "--sizes", "1MiB",
                  "--out", str(tmp_path)]) == 0
-    out = json.loads((tmp_path / "sp-hyperx.json").read_text())
-    assert out["experiment"] == "sp-hyperx" and (tmp_path / "sp-hyperx.png").exists()
+    out = json.loads((tmp_path / "sp-hyperx-enginemodel-shape4x4-sizes1MiB.json").read_text())
+    assert out["experiment"] == "sp-hyperx" and (tmp_path / "sp-hyperx-enginemodel-shape4x4-sizes1MiB.png").exists()
     assert main(["sp", "metrics", "swing-b", "--fabric", "torus:5x5", "--option", "k=2"]) == 2  # no such option
 
 
@@ -95,7 +97,8 @@ MIB = 1 << 20
 
 def _report(name, tmp_path, **kw):
     text = run_experiment(name, tmp_path, log=None, **kw)
-    return text, json.loads((tmp_path / f"{name}.json").read_text())
+    path = re.search(r"wrote (\S+\.json) and", text).group(1)   # named by its settings (outputs.result_stem)
+    return text, json.loads(Path(path).read_text())
 
 
 def test_summary_without_baseline_or_without_sp(tmp_path):
@@ -207,5 +210,6 @@ def test_netsim_on_large_torus_limits_ks_and_says_so(monkeypatch):
 def test_model_engine_accepts_zero_alpha_through_cli(tmp_path, capsys):
     assert main(["sp", "goodput", "sp-square", "--quick", "--engine", "model", "--alpha", "0",
                  "--out", str(tmp_path)]) == 0
-    assert json.loads((tmp_path / "sp-square.json").read_text())["runs"][0]["meta"]["alpha"] == 0.0
+    doc = json.loads((tmp_path / "sp-square-enginemodel-quick.json").read_text())    # alpha 0 is the default
+    assert doc["runs"][0]["meta"]["alpha"] == 0.0
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..pattern import CollectivePattern, PatternError, verify
 from ..pattern.verify import DEFAULT_MAX_BYTES
+from ..suggest import did_you_mean
 from .sizes import generate_bytes, pattern_size
 
 __all__ = ["Generator", "register", "generate", "checked_options", "options", "get", "names", "REGISTRY"]
@@ -44,11 +45,13 @@ def register(name: str, collective: str, summary: str) -> Callable:
 
 
 def get(name: str) -> Generator:
-    """The generator called ``name``; PatternError listing the known names otherwise."""
+    """The generator called ``name``; PatternError with the close names (``nccl-trees``, ``tree`` ->
+    did you mean 'nccl-tree'?) and the known ones otherwise."""
     try:
         return REGISTRY[name]
     except KeyError:
-        raise PatternError(f"unknown algorithm {name!r}; known: {', '.join(sorted(REGISTRY))}") from None
+        raise PatternError(f"unknown algorithm {name!r}{did_you_mean(name, REGISTRY)}; "
+                           f"known: {', '.join(sorted(REGISTRY))}") from None
 
 
 def names() -> list[str]:

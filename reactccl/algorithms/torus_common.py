@@ -47,14 +47,34 @@ def parse_shape(num_ranks: int, shape: Sequence[int] | None, dims: int = 2) -> t
     if shape is not None:
         shape = tuple(int(v) for v in shape)
         if int(np.prod(shape)) != num_ranks:
-            raise PatternError(f"shape {shape} has {int(np.prod(shape))} nodes, not num_ranks={num_ranks}")
+            raise PatternError(f"option shape {'x'.join(map(str, shape))}: {int(np.prod(shape))} nodes, not the "
+                               f"{num_ranks} ranks (e.g. -O shape={'x'.join(map(str, squarest_shape(num_ranks, len(shape))))})")
         return shape
     n = int(round(num_ranks ** (1.0 / dims)))
     for cand in (n - 1, n, n + 1):
         # 2**dims > num_ranks: only side 1 can fit (and 2**dims would be a huge number)
         if cand >= 1 and (cand == 1 or dims < int(num_ranks).bit_length()) and cand ** dims == num_ranks:
             return (cand,) * dims
-    raise PatternError(f"num_ranks={num_ranks} is not an equal-sided {dims}-D torus; pass shape=(...)")
+    near = squarest_shape(num_ranks, dims)
+    text = "x".join(map(str, near))
+    raise PatternError(f"{num_ranks} ranks are not an equal-sided {dims}-D torus: give its shape, e.g. -O shape={text} "
+                       f"on the command line (shape={near} from Python)")
+
+
+def squarest_shape(num_ranks: int, dims: int = 2) -> tuple[int, ...]:
+    """The ``dims`` sides, largest first, whose product is ``num_ranks`` and whose longest side is
+    shortest (ties: the shortest side longest): 12 -> ``(4, 3)``, 7 -> ``(7, 1)``; for hints."""
+    def best(n: int, k: int) -> tuple[int, ...]:
+        if k == 1:
+            return (n,)
+        found: tuple[int, ...] | None = None
+        for a in range(1, int(round(n ** (1.0 / k))) + 2):
+            if n % a == 0:
+                cand = tuple(sorted((a, *best(n // a, k - 1)), reverse=True))
+                if found is None or (cand[0], -cand[-1]) < (found[0], -found[-1]):
+                    found = cand
+        return found if found is not None else (n,) + (1,) * (k - 1)
+    return best(int(num_ranks), int(dims))
 
 
 def tree_depth(parent: np.ndarray) -> np.ndarray:

@@ -10,6 +10,8 @@ hidden deprecated aliases of renamed options.
 * :func:`check_outputs` refuses an output file that cannot be written before a run starts,
   not after it (a packet-level run takes tens of minutes); :func:`check_not_input` one that
   is an input of the command.
+* :func:`save_pattern_line` writes ``--save-pattern`` and words what the file holds as
+  ``pattern verify`` will read it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["PlainParser", "plain", "deprecated_alias", "check_outputs", "check_not_input"]
+__all__ = ["PlainParser", "plain", "deprecated_alias", "check_outputs", "check_not_input", "save_pattern_line"]
 
 _ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`<]*?)(?:\s*<[^>]*>)?`")
 _LITERAL = re.compile(r"``([^`]+)``")
@@ -145,3 +147,25 @@ def check_not_input(inputs: dict[str, str | None], **outputs: str | None) -> Non
         for what, inp in inputs.items():
             if out and inp and _same_file(out, inp):
                 raise ValueError(f"--{name.replace('_', '-')} {out}: is the input {what} {inp}; write to another file")
+
+
+def save_pattern_line(pattern, path: str) -> str:
+    """Verify ``pattern``, write it to ``path`` (MSCCL XML for a ``.xml`` name, else JSON), read the
+    file back (verified again) and return the line to print: the pattern as the file holds it, so
+    it says what ``reactccl pattern verify FILE`` says. MSCCL XML keeps no step numbers: a file read
+    back with fewer steps (steps without flows, or steps that need not wait on each other, merge:
+    ``reactccl.pattern.steps``) says so, with the steps the run used.
+
+    Raises:
+        OSError: the file cannot be written or read; PatternError: the pattern does not verify.
+    """
+    from ..pattern import verify  # start-up cost
+    from ..pattern.files import load_pattern, save_pattern
+    verify(pattern)
+    fmt = save_pattern(pattern, path)
+    back = load_pattern(path)
+    note = ""
+    if back.num_steps != pattern.num_steps:
+        note = (f"; MSCCL XML keeps no step numbers, so read back it has {back.num_steps} steps where the run's "
+                f"pattern numbered {pattern.num_steps}, renumbered to the fewest consistent")
+    return f"wrote {path} ({fmt}): {back!r} (verified{note})"

@@ -13,7 +13,6 @@ import sys
 from typing import Any
 
 import numpy as np
-
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -21,21 +20,23 @@ from rich.table import Table
 from ..experiments.demo import DemoConfig, DemoResult, demo_scenario, run_demo
 from ..experiments.metrics import default_warmup
 from ..experiments.patterns_view import moved_positions, pattern_view, tree_parents
+from ..packetsim.native import PacketSimError, PacketSimUnavailable
 from ..topology import UnitError, parse_topology
 from ..topology.graph import MAX_LINKS
 from ..topology.units import parse_bytes
 from ..trace import format_byte_rate, format_bytes, format_time
-from ..packetsim.native import PacketSimError, PacketSimUnavailable
+from ._common import check_outputs, save_pattern_line
 from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_EXTERNAL_FLOWS, bound_counts
+from .commands import HELP
 from .errors import report
 from .options import parse_options
-from ._common import check_outputs
+from .output import print_table, stdout_console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` subcommand."""
     d = DemoConfig()
-    p = sub.add_parser("demo", help="REACT on a congested simulated cluster, against the same run without it",
+    p = sub.add_parser("demo", help=HELP["demo"],
                        description="Baseline and REACT on the same seeded congested scenario, side by side.")
     p.add_argument("--topology", default=d.topology,
                    help=f"topology spec (default {d.topology}) [at most {MAX_LINKS} directed links]")
@@ -63,6 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--save-pattern", metavar="FILE",
                    help="write the pattern REACT ended on (verified): MSCCL XML for a .xml name, else JSON")
+    p.add_argument("--trace", metavar="FILE.json",
+                   help="write both runs' flows as Chrome trace-event JSON for Perfetto (ui.perfetto.dev): a track "
+                        "per rank, a slice per flow (bytes, rate), REACT's decisions as instants")
     bound_counts(p, {"--epochs": MAX_EPOCHS, "--warmup": MAX_EPOCHS, "--ecmp-ports": MAX_ECMP_PORTS})
     p.set_defaults(func=run)
 
@@ -118,45 +122,61 @@ def _config(args: argparse.Namespace) -> DemoConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; returns the exit code (2 on a bad setting)."""
-    console = Console()
-    if not console.is_terminal:  # piped or redirected: wide enough for the tables
-        console = Console(width=120)
+    console = stdout_console()
     try:
         cfg = _config(args)
         check_config(cfg)
-        check_outputs(save_pattern=getattr(args, "save_pattern", None))
+        trace = getattr(args, "trace", None)
+        check_outputs(save_pattern=getattr(args, "save_pattern", None), trace=trace)
         engine = getattr(args, "engine", "fluid")
         if args.json or args.no_progress:
-            res = run_demo(cfg, engine=engine)
+            res = run_demo(cfg, engine=engine, keep_traces=bool(trace))
         else:
-            res = _run_with_progress(cfg, Console(stderr=True), engine)
+            res = _run_with_progress(cfg, Console(stderr=True), engine, keep_traces=bool(trace))
     except (ValueError, UnitError, KeyError, PacketSimUnavailable, PacketSimError) as exc:
         return report(exc, "error")
     if args.json:
         print(json.dumps(res.to_json(), indent=1))
     else:
         show(res, console)
-    return _save_pattern(args, res)
+    return _save_pattern(args, res) or _write_trace(args, res)
+
+
+def _write_trace(args: argparse.Namespace, res: DemoResult) -> int:
+    """``--trace``: both arms' epochs as Chrome trace-event JSON; 2 if it cannot be written."""
+    if not getattr(args, "trace", None):
+        return 0
+    from ..tracefile import TraceRun, write_chrome_trace  # start-up cost
+    runs = [TraceRun("baseline", res.traces["baseline"]),
+            TraceRun("REACT", res.traces["react"], decisions=list(res.controller.decisions))]
+    try:
+        n = write_chrome_trace(args.trace, runs, metadata={"command": "reactccl demo",
+                                                           "topology": res.scenario.topology})
+    except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            raise
+        print(f"error: --trace {args.trace}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.trace}: {n:,} trace events (open in ui.perfetto.dev)", file=sys.stderr)
+    return 0
 
 
 def _save_pattern(args: argparse.Namespace, res: DemoResult) -> int:
     """``--save-pattern``: REACT's last pattern, verified, to the file; 2 if it cannot be written."""
     if not getattr(args, "save_pattern", None):
         return 0
-    from ..pattern import verify  # start-up cost
-    from ..pattern.files import save_pattern
-    p = res.react.current[0]
-    verify(p)
     try:
-        fmt = save_pattern(p, args.save_pattern)
+        line = save_pattern_line(res.react.current[0], args.save_pattern)
     except OSError as e:
+        if isinstance(e, BrokenPipeError):
+            raise
         print(f"error: --save-pattern {args.save_pattern}: {e.strerror or e}", file=sys.stderr)
         return 2
-    print(f"wrote {args.save_pattern} ({fmt}): {p!r} (verified)", file=sys.stderr)
+    print(line, file=sys.stderr)
     return 0
 
 
-def _run_with_progress(cfg: DemoConfig, console: Console, engine: str = "fluid") -> DemoResult:
+def _run_with_progress(cfg: DemoConfig, console: Console, engine: str = "fluid", keep_traces: bool = False) -> DemoResult:
     bar = Progress(TextColumn("[bold]{task.description:<9}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("epoch {task.fields[t]}"), TimeElapsedColumn(), console=console)
     with bar:
@@ -167,7 +187,7 @@ def _run_with_progress(cfg: DemoConfig, console: Console, engine: str = "fluid")
             bar.update(tb, advance=1, t=format_time(t_base))
             bar.update(tr, advance=1, t=format_time(t_react))
 
-        return run_demo(cfg, on_epoch=tick, engine=engine)
+        return run_demo(cfg, on_epoch=tick, engine=engine, keep_traces=keep_traces)
 
 
 def _header(res: DemoResult) -> str:
@@ -237,11 +257,17 @@ def _decisions(res: DemoResult) -> list[str]:
     estimated and measured gain, and whether it was kept."""
     log = res.controller.decisions
     tau = res.controller.params.tau_r
+    last = res.config.epochs - 1
     lines = ["[bold]What REACT did and why[/bold] (decision log; ① global, ② chunk-graph, ③ position swap; "
              "gains are epoch-time speed-ups)"]
     if not log:
         lines.append("  no decision: the pattern never changed")
     for i, d in enumerate(log):
+        if d.effective_epoch > last:       # decided too late to run: not applied, nothing measured
+            lines.append(f"  #{i} after epoch {d.epoch}, for epoch {d.effective_epoch}: {d.kind}, "
+                         f"[yellow]never applied[/yellow] (the run ended with epoch {last})")
+            lines += ["     " + x for x in _decision_details(d)]
+            continue
         head = f"  #{i} after epoch {d.epoch}, runs from epoch {d.effective_epoch}: "
         if d.kind == "revert":
             lines.append(head + f"[yellow]revert #{d.reverts}[/yellow] (trial measured "
@@ -306,14 +332,14 @@ def _results(res: DemoResult) -> Table:
 def show(res: DemoResult, console: Console) -> None:
     """Print the demo's result for people."""
     console.print(_header(res))
-    console.print(_patterns(res))
+    print_table(console, _patterns(res))
     note = _untreed_note(res)
     if note:
         console.print(note)
     console.print(_moves(res))
     for line in _decisions(res):
         console.print(line)
-    console.print(_results(res))
+    print_table(console, _results(res))
     k = res.react.changes[0]
     engine = "packet level (ns-3, DCTCP)" if res.baseline.engine == "packet" else "flow level (max-min)"
     console.print(f"REACT changed the pattern {k} time{'' if k == 1 else 's'}; both runs took {res.wall_s:.1f} s "

@@ -18,8 +18,11 @@ from ..experiments.sp_figures import DEFAULT_OUT as SP_DEFAULT_OUT
 from ..experiments.sp_figures import EXPERIMENTS as SP_EXPERIMENTS
 from ..experiments.sp_figures import prepare_out
 from ..experiments.sp_figures import run_experiment as run_sp_experiment
+from ..suggest import did_you_mean
 from .bounds import MAX_EPOCHS, MAX_SCENARIOS, bound_counts, jobs_count
+from .commands import HELP
 from .errors import progress, report
+from .output import print_table, stdout_console
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -47,8 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add the ``experiment`` subcommand."""
     every = [*EXPERIMENTS, *SP_EXPERIMENTS]
     names = ", ".join(every)
-    p = sub.add_parser("experiment", help=f"reproduce a REACT or SP-allreduce simulation figure ({every[0]} ... "
-                                          f"{every[-1]}: see 'experiment list')",
+    p = sub.add_parser("experiment", help=HELP["experiment"],
                        description=f"Reproduce a REACT simulation experiment ({', '.join(EXPERIMENTS)}) or an "
                                    f"SP-allreduce goodput experiment ({', '.join(SP_EXPERIMENTS)}), or 'list'.")
     p.add_argument("name", help=f"experiment name ({names}) or 'list'")
@@ -112,7 +114,7 @@ def _run_engines(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps({k: v for k, v in doc.items() if k != "scenarios"}, indent=1))
         return 0
-    console.print(engines_table(doc))
+    print_table(console, engines_table(doc))
     w = doc["wall_s"]
     console.print(f"{doc['config']['scenario_count']} scenarios x 2 arms on each engine: fluid {w['fluid']:.1f} s, "
                   f"packet {w['packet']:.1f} s ({doc['config']['jobs']} workers); wrote {doc['files']['json']}")
@@ -148,9 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    console = Console()
-    if not console.is_terminal:  # piped or redirected: wide enough for the table
-        console = Console(width=160)
+    console = stdout_console()
     if args.name == "list":
         for e in EXPERIMENTS.values():
             console.print(f"[bold]{e.name}[/bold]  {e.title}")
@@ -178,8 +178,9 @@ def _run(args: argparse.Namespace) -> int:
             return report(exc, "error")
         return 0
     if args.name not in EXPERIMENTS:
-        known = ", ".join([*EXPERIMENTS, *SP_EXPERIMENTS])
-        return report(f"unknown experiment {args.name!r}; known: {known}", "error")
+        every = [*EXPERIMENTS, *SP_EXPERIMENTS, "list"]
+        return report(f"unknown experiment {args.name!r}{did_you_mean(args.name, every)}; "
+                      f"known: {', '.join(every[:-1])} (or 'list')", "error")
     if getattr(args, "engine", "fluid") == "packet":
         return _run_engines(args, console)
     if getattr(args, "size", None) is not None:
@@ -196,8 +197,10 @@ def _run(args: argparse.Namespace) -> int:
         slim = {k: v for k, v in doc.items() if k != "scenarios"}
         print(json.dumps(slim, indent=1))
         return 0
-    console.print(experiment_table(doc))
+    print_table(console, experiment_table(doc))
     console.print(f"notes: {doc['notes']}")
     console.print(f"{doc['config']['scenario_count']} scenarios in {doc['wall_s']:.1f} s "
-                  f"({doc['config']['jobs']} workers); wrote {doc['files'].get('json')} and {doc['files'].get('png')}")
+                  f"({doc['config']['jobs']} workers); wrote {doc['files'].get('json')} and {doc['files'].get('png')}"
+                  + (" (replacing the files of an earlier run with the same settings)"
+                     if doc["files"].get("replaced") else ""))
     return 0

@@ -7,10 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..algorithms import REGISTRY, generate, names
-from ..algorithms.registry import options as generator_options
 from ..pattern import PatternError, VerificationError, dumps, verify
 from ..pattern.files import load_pattern
+from .commands import HELP
 from .errors import report, report_fail
 from .options import SERVERS_EXAMPLE, parse_options
 from .pattern_io_cmd import add_io_parsers
@@ -24,6 +23,7 @@ def _load_or_generate(args) -> object:
             raise PatternError(f"{' and '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to an algorithm name, not to the file {target!r} "
                                "(a file's pattern is shown as it is)")
         return load_pattern(target, check=False)   # JSON or MSCCL XML (XML is checked on import)
+    from ..algorithms import generate, names  # start-up cost: the generators (and networkx), for this action only
     if args.ranks is None:
         raise PatternError(f"{target!r} is neither a file nor used with --ranks N "
                            f"(algorithms: {', '.join(names())})")
@@ -31,6 +31,7 @@ def _load_or_generate(args) -> object:
 
 
 def _cmd_generate(args) -> int:
+    from ..algorithms import generate  # start-up cost: the generators, for this action only
     p = generate(args.algorithm, args.ranks, **parse_options(args.option))
     text = dumps(p)
     if args.output:
@@ -72,6 +73,8 @@ def _option_text(opt: dict) -> str:
 
 
 def _cmd_list(args) -> int:
+    from ..algorithms import REGISTRY, names  # start-up cost: the generators, for this action only
+    from ..algorithms.registry import options as generator_options
     rows = [{"name": n, "collective": REGISTRY[n].collective, "summary": REGISTRY[n].summary,
              "options": generator_options(n)} for n in names()]
     if args.json:
@@ -104,7 +107,7 @@ def _wrap(func):
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``pattern`` and its subcommands."""
-    p = sub.add_parser("pattern", help="generate, verify and show collective patterns")
+    p = sub.add_parser("pattern", help=HELP["pattern"])
     ps = p.add_subparsers(dest="pattern_command", metavar="ACTION")
     ps.required = True
     g = ps.add_parser("generate", help="generate a pattern (verified) as reactccl.pattern/1 JSON")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..algorithms import generate
 from ..pattern import PatternError, VerificationError, dumps
 from ..pattern.files import load_pattern
 from ..pattern.io import read_bounded
@@ -25,6 +24,7 @@ def _source(args):
         return load_pattern(args.source)
     if args.ranks is None:
         raise PatternError(f"{args.source!r} is neither a pattern file nor used with --ranks N (an algorithm name)")
+    from ..algorithms import generate  # start-up cost: the generators, for an algorithm name only
     return generate(args.source, args.ranks, **parse_options(args.option))
 
 

@@ -34,8 +34,10 @@ from ..experiments.perf import (
 from ..experiments.perf_format import format_csv, format_table, perf_document, plot_busbw
 from ..packetsim.native import INSTALL_HINT
 from ..pattern import Collective, PatternError
+from ..suggest import did_you_mean
 from ._common import check_outputs, deprecated_alias
 from .bounds import MAX_ECMP_PORTS, MAX_ITERS, bound_counts
+from .commands import HELP
 from .errors import report
 from .options import parse_options
 
@@ -71,7 +73,7 @@ def _engine(name: str) -> str:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``perf``."""
     p = sub.add_parser(
-        "perf", help="nccl-tests-style sweep: time, algbw, busbw and #wrong, out of place and in place",
+        "perf", help=HELP["perf"],
         description="Sweep message sizes like nccl-tests (all_reduce_perf, all_gather_perf, ...): sizes from -b "
                     "to -e times -f (or plus -i), -w warm-up and -n timed iterations each, out of place then in "
                     "place; columns size, count, type, redop, root, then time (us), algbw, busbw (GB/s), #wrong "
@@ -130,6 +132,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--json", action="store_true", help="print the rows as one JSON document (reactccl.perf/2)")
     o.add_argument("--csv", action="store_true", help="print the rows as CSV (times in us, bandwidths in GB/s)")
     o.add_argument("--plot", metavar="PNG", help="write out-of-place busbw against size, one line per algorithm")
+    o.add_argument("--trace", metavar="FILE.json",
+                   help="real ranks: write every call of our patterns as Chrome trace-event JSON for Perfetto "
+                        "(rank 0 writes it after the sweep): a track per rank, a slice per flow (bytes, rate)")
     bound_counts(p, {"-n": MAX_ITERS, "-w": MAX_ITERS, "--ecmp-ports": MAX_ECMP_PORTS})
     p.set_defaults(func=run)
 
@@ -184,7 +189,7 @@ def _check(args, coll) -> None:
         raise ValueError(f"-c {args.check}: checked runs must be >= 0")
     op = args.op.strip().lower()
     if op not in OPS:
-        raise ValueError(f"-o {args.op}: expected one of {', '.join(OPS)} (nccl-tests' names)")
+        raise ValueError(f"-o {args.op}{did_you_mean(op, OPS)}: expected one of {', '.join(OPS)} (nccl-tests' names)")
     if op != "sum":
         raise ValueError(f"-o {args.op}: our patterns reduce by adding (the IR's reduce flow is a sum); only -o sum "
                          f"runs")
@@ -232,7 +237,10 @@ def run(args) -> int:
         sizes = _sizes(args)
         check_dtype(args.datatype, sizes[0], real=real)   # before any rank starts
         opts = parse_options(args.option)
-        check_outputs(plot=args.plot, output_file=args.output_file)
+        check_outputs(plot=args.plot, output_file=args.output_file, trace=args.trace)
+        if args.trace and not real:
+            raise ValueError("--trace: perf writes flow traces on real ranks (under torchrun); on the simulator "
+                             "use `reactccl simulate --trace FILE.json`, which traces every epoch")
         if args.output_file and not args.output_file.lower().endswith((".json", ".csv")):
             raise ValueError(f"-J/--output_file {args.output_file}: the name must end in .json or .csv")
         if real:
@@ -327,7 +335,7 @@ def _run_real(args, sizes, algos, coll, opts) -> int:
             raise ValueError(f"-r {args.root}: not a rank of the {n} ranks")
         rows = dist_sweep(algos, sizes, iters=args.iters, warmup=args.warmup, dtype=args.datatype, options=opts,
                           include_dist=not args.no_dist, timeout=args.timeout, check=args.check, root=args.root,
-                          blocking=args.blocking, average=int(args.average))
+                          blocking=args.blocking, average=int(args.average), trace_to=args.trace)
         rank = dist.get_rank()
     finally:
         if own:

@@ -32,9 +32,11 @@ from ..trace import format_bytes, format_rate, format_time
 from ..tuner import ReactController, ReactParams, TunerError
 from ._common import check_not_input, check_outputs, deprecated_alias
 from .bounds import MAX_ECMP_PORTS, MAX_EPOCHS, MAX_LIST, MAX_REPLICAS, bound_counts
+from .commands import HELP
 from .errors import report
 from .options import SERVERS_EXAMPLE, parse_options
-from .simulate_files import add_file_options, load_pattern_arg, write_outputs
+from .output import print_table, stdout_console
+from .simulate_files import add_file_options, check_trace_size, load_pattern_arg, write_outputs
 
 EXAMPLE = ("reactccl simulate --algorithm nccl-tree --ranks 8 --topology fat-tree:k=4 --size 20MB "
            "--epochs 100 --background pairs:x=4:p=2 --seed 1")
@@ -76,7 +78,7 @@ def render(result: SimulationResult, console: Console) -> None:
                   f"mean {format_time(s['mean_s'])}   (min {format_time(s['min_s'])}, max {format_time(s['max_s'])})")
     console.print(f"mean algbw: {format_rate(s['algbw_Bps'])}   mean busbw: {format_rate(s['busbw_Bps'])}")
     if r.slowest:   # --slowest 0: no table, not an empty one
-        console.print(_slowest_table(r.slowest))
+        print_table(console, _slowest_table(r.slowest))
     rate = r.epochs * r.num_flows / r.wall_s if r.wall_s > 0 else float("inf")
     console.print(f"simulated in {r.wall_s:.3g} s ({r.events} events, {rate:,.0f} flows/s)", style="dim")
 
@@ -166,7 +168,7 @@ def _simulate(args, pattern: CollectivePattern, label: str, controller=None) -> 
             seed=args.seed, placement=args.placement, slowest=args.slowest,
             progress=lambda done: bar.update(task, completed=done), controller=controller, order=args.order,
             header_efficiency=args.header_efficiency, engine="python" if args.engine == "python" else None,
-            executor=_executor(args))
+            executor=_executor(args), keep_traces=bool(getattr(args, "trace", None)))
 
 
 #: ``--transport`` of ``--engine packet`` when none is given (None in args: not given, so refused
@@ -216,11 +218,31 @@ def render_comparison(base: SimulationResult, react: SimulationResult, warmup: i
         table.add_column(col, justify="left" if not col else "right")
     for row in rows:
         table.add_row(*row)
-    console.print(table)
+    print_table(console, table)
     log = react.controller.decisions
-    console.print(f"REACT: {len(log)} decisions, the pattern in use changed {react.pattern_changes} times")
-    if len(log):
-        console.print(log.report())
+    console.print(f"REACT: {_count(len(log), 'decision')}, the pattern in use changed "
+                  f"{_count(react.pattern_changes, 'time')}")
+    for line in decision_report(log, react.epochs):
+        console.print(line, markup=False)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def decision_report(log, epochs: int) -> list[str]:
+    """REACT's decision log as text (each decision's ``summary()``), a decision whose effective epoch
+    is past the run's last (``epochs - 1``) said to be never applied, with no measured verdict."""
+    lines = []
+    for i, d in enumerate(log):
+        if d.effective_epoch >= epochs:    # the summary's first line says "-> from epoch E"; the rest stays
+            body = d.summary().splitlines()[1:]
+            lines.append(f"[{i}] epoch {d.epoch} -> for epoch {d.effective_epoch}: {d.kind}, never applied "
+                         f"(the run ended with epoch {epochs - 1})")
+            lines += [x for x in body if "measured" not in x and "REVERTED" not in x]
+        else:
+            lines.append(f"[{i}] {d.summary()}")
+    return lines
 
 
 def list_links(topology: str, console: Console, as_json: bool = False) -> None:
@@ -239,7 +261,7 @@ def list_links(topology: str, console: Console, as_json: bool = False) -> None:
     for row in rows:
         table.add_row(str(row["link"]), str(row["cable"]), str(row["src"]), str(row["dst"]), row["kind"],
                       f"{row['capacity'] / 1e9:g} Gbps", format_time(row["latency"]))
-    console.print(table)
+    print_table(console, table)
 
 
 def _check_args(args) -> None:
@@ -268,9 +290,9 @@ def _check_args(args) -> None:
     replicas = getattr(args, "replicas", None)   # None: not given
     if replicas is not None and (replicas < 1 or getattr(args, "engine", "fluid") != "packet"):
         raise ValueError(f"--replicas: an integer >= 1, only used with --engine packet (got {args.replicas})")
-    check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline)
+    check_outputs(save_pattern=args.save_pattern, plot=args.plot, timeline=args.timeline, trace=args.trace)
     check_not_input({"--pattern": getattr(args, "pattern", None)}, save_pattern=args.save_pattern, plot=args.plot,
-                    timeline=args.timeline)
+                    timeline=args.timeline, trace=args.trace)
     if args.warmup is None:  # the paper's 25, or a quarter of a short run
         args.warmup = default_warmup(args.epochs)
     elif args.react and not 0 <= args.warmup < args.epochs:
@@ -280,7 +302,7 @@ def _check_args(args) -> None:
 def _cmd_simulate(args) -> int:
     if args.list_links:
         try:
-            list_links(args.topology, Console(highlight=False, soft_wrap=True), as_json=args.json)
+            list_links(args.topology, stdout_console(), as_json=args.json)
         except (TopologyError, UnitError) as exc:
             return report(exc)
         return 0
@@ -288,6 +310,8 @@ def _cmd_simulate(args) -> int:
         load_pattern_arg(args)
         _check_args(args)
         pattern = pattern_for(args, Console(stderr=True, highlight=False, soft_wrap=True))
+        if args.trace:
+            check_trace_size(pattern.num_flows, args.epochs, 2 if args.react else 1)
         if args.react:
             params = react_params(args.param, args.seed)
             base = _simulate(args, pattern, "baseline")
@@ -297,12 +321,13 @@ def _cmd_simulate(args) -> int:
     except (PatternError, TopologyError, BackgroundError, UnitError, SimulationError, TunerError,
             ValueError, PacketSimUnavailable, PacketSimError) as exc:
         return report(exc)
-    console = Console(highlight=False, soft_wrap=True)
+    console = stdout_console()
     if args.react:
         if args.json:
             doc = {"schema": "reactccl.simulate-react/1", "warmup": args.warmup, "baseline": base.to_dict(),
                    "react": react.to_dict(), "params": params.to_dict(),
-                   "decisions": [d.to_dict() for d in react.controller.decisions]}
+                   "decisions": [d.to_dict() | {"applied": d.effective_epoch < react.epochs}
+                                 for d in react.controller.decisions]}
             json.dump(doc, sys.stdout)
             sys.stdout.write("\n")
         else:
@@ -321,7 +346,7 @@ def _cmd_simulate(args) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``simulate``."""
     p = sub.add_parser(
-        "simulate", help="simulate epochs of a collective on a (congested) network",
+        "simulate", help=HELP["simulate"],
         description="Flow-level simulation of a collective: max-min fair links, per-hop latency, ECMP, "
                     "background traffic and degraded links. Example: " + EXAMPLE + ". On multi-GPU servers: "
                     + SERVERS_EXAMPLE + ".")

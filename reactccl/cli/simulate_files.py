@@ -1,13 +1,14 @@
 """``simulate`` options that read and write files: ``--pattern``, ``--save-pattern``, ``--plot``,
-``--timeline``. Kept apart from :mod:`reactccl.cli.simulate_cmd` so that module stays about running."""
+``--timeline``, ``--trace``. Kept apart from :mod:`reactccl.cli.simulate_cmd` so that module stays about running."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ..pattern import PatternError, verify
-from ..pattern.files import load_pattern, save_pattern
+from ..pattern import PatternError
+from ..pattern.files import load_pattern
+from ._common import save_pattern_line
 
 
 def add_file_options(p: argparse.ArgumentParser) -> None:
@@ -21,6 +22,24 @@ def add_file_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", metavar="PNG", help="write a picture of the epoch times (REACT's changes marked)")
     p.add_argument("--timeline", metavar="PNG",
                    help="write a picture of the last epoch's flows as bars per rank (with --react: REACT's run)")
+    p.add_argument("--trace", metavar="FILE.json",
+                   help="write every epoch's flows as Chrome trace-event JSON for Perfetto (ui.perfetto.dev) or "
+                        "chrome://tracing: a track per rank, a slice per flow (bytes, rate), REACT's decisions as "
+                        "instants; with --react both runs")
+
+
+def check_trace_size(flows: int, epochs: int, runs: int = 1) -> None:
+    """Refuse ``--trace`` before a run whose file would pass :data:`reactccl.tracefile.MAX_EVENTS`
+    (a flow per event, an epoch per event, per run).
+
+    Raises:
+        ValueError: naming the events and what to cut.
+    """
+    from ..tracefile import MAX_EVENTS  # start-up cost: small, but only --trace needs it
+    events = (flows + 1) * epochs * runs
+    if events > MAX_EVENTS:
+        raise ValueError(f"--trace: {flows:,} flows x {epochs:,} epochs x {runs} run(s) = {events:,} trace events, "
+                         f"more than {MAX_EVENTS:,}; give fewer --epochs (or ranks)")
 
 
 def load_pattern_arg(args) -> None:
@@ -52,9 +71,7 @@ def write_outputs(args, result=None, base=None, react=None) -> int:
     try:
         if args.save_pattern:
             p = last.traces[-1].pattern if last.traces else last.controller.current_pattern
-            verify(p)
-            fmt = save_pattern(p, args.save_pattern)
-            print(f"wrote {args.save_pattern} ({fmt}): {p!r} (verified)", file=sys.stderr)
+            print(save_pattern_line(p, args.save_pattern), file=sys.stderr)
         if args.plot or args.timeline:
             from ..experiments.run_plots import plot_epochs, plot_timeline  # start-up cost
             title = (f"{last.algorithm}, {last.num_ranks} ranks on {last.topology}, "
@@ -67,6 +84,14 @@ def write_outputs(args, result=None, base=None, react=None) -> int:
         if args.timeline:
             plot_timeline(args.timeline, last.traces[-1], title=title + (" (REACT)" if react is not None else ""))
             print(f"wrote {args.timeline}", file=sys.stderr)
+        if getattr(args, "trace", None):
+            from ..tracefile import TraceRun, write_chrome_trace  # start-up cost
+            decided = list(react.controller.decisions) if react is not None else []
+            tr_runs = [TraceRun(lab if react is not None else "", r.traces, decisions=decided if r is react else [])
+                       for lab, r in runs]
+            n = write_chrome_trace(args.trace, tr_runs, metadata={"command": "reactccl simulate",
+                                                                  "topology": last.topology})
+            print(f"wrote {args.trace}: {n:,} trace events (open in ui.perfetto.dev)", file=sys.stderr)
     except (OSError, PatternError, ValueError) as e:
         if isinstance(e, BrokenPipeError):
             raise

@@ -24,12 +24,13 @@ from ..algorithms import generate
 from ..algorithms.torus_common import pack
 from ..cost.deficiency import deficiency, round_times
 from ..cost.symmetric import compact_deficiency
+from ..experiments.sp_figures import DEFAULT_OUT, OPTIONS, fmt_size
 from ..experiments.sp_goodput import MAX_FABRIC_NODES, VERIFY_LIMIT, check_tree_sweep
 from ..pattern import PatternError
-from ..experiments.sp_figures import DEFAULT_OUT, OPTIONS, fmt_size
 from ..topology import UnitError
 from ..topology.units import parse_bytes, parse_rate, parse_size, parse_time
 from ._common import deprecated_alias
+from .commands import HELP
 from .errors import progress, report
 
 EXAMPLE = "reactccl sp metrics sp-allreduce --fabric torus:8x8 ; reactccl sp goodput sp-square --sides 8"
@@ -76,6 +77,7 @@ def _fabric_options(name: str, fab, opts: dict) -> dict:
     and ``q`` (spine-leaf hosts per leaf). A ``dims`` or ``shape`` option that contradicts the
     fabric is an error; one that agrees is dropped."""
     import inspect  # start-up cost
+
     from ..algorithms.registry import get
     params = inspect.signature(get(name).func).parameters
     opts = dict(opts)
@@ -291,7 +293,7 @@ def _run(args) -> int:
 
 def add_parser(subparsers) -> None:
     """Add ``reactccl sp`` with its ``metrics`` and ``goodput`` subcommands."""
-    p = subparsers.add_parser("sp", help="SP-allreduce: deficiency metrics and goodput experiments",
+    p = subparsers.add_parser("sp", help=HELP["sp"],
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                               epilog=f"example: {EXAMPLE}")
     sub = p.add_subparsers(dest="sp_command", metavar="SUBCOMMAND")

@@ -17,6 +17,7 @@ import signal
 import sys
 
 from .bounds import MAX_EPOCHS, MAX_EXTERNAL_FLOWS, bound_counts
+from .commands import HELP
 from .experiment_cmd import _check_params, _param
 
 
@@ -176,7 +177,7 @@ def _wrap(func):
 
 def add_parser(subparsers) -> None:
     """Add ``testbed`` and its subcommands."""
-    p = subparsers.add_parser("testbed", help="emulated cluster on one machine (network namespaces; root)",
+    p = subparsers.add_parser("testbed", help=HELP["testbed"],
                               description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="testbed_command", metavar="ACTION")
     sub.required = True

@@ -9,9 +9,10 @@ are taken after the warm-up (the paper measures after epoch 25, §7.3).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .metrics import epoch_metrics, improvement
@@ -19,7 +20,7 @@ from .patterns_view import busiest_receiver, moved_positions, pattern_view, tree
 from .runner import ArmDriver
 from .scenario import PAPER, JobSpec, Scenario, job_pattern, topology
 
-__all__ = ["DemoConfig", "DemoResult", "demo_scenario", "run_demo"]
+__all__ = ["DemoConfig", "DemoResult", "demo_scenario", "netsim_engine", "run_demo"]
 
 SCHEMA = "reactccl.demo/1"
 
@@ -77,7 +78,9 @@ def demo_scenario(cfg: DemoConfig) -> tuple[Scenario, int]:
 
 @dataclass
 class DemoResult:
-    """What the demo found; :meth:`to_json` is the ``--json`` document."""
+    """What the demo found; :meth:`to_json` is the ``--json`` document. ``traces``: every epoch's
+    :class:`~reactccl.trace.EpochTrace` per arm (``"baseline"``, ``"react"``) when
+    :func:`run_demo` was asked to keep them, else empty."""
 
     config: DemoConfig
     scenario: Scenario
@@ -85,6 +88,7 @@ class DemoResult:
     baseline: ArmDriver
     react: ArmDriver
     wall_s: float
+    traces: dict[str, list] = field(default_factory=dict)
 
     def metrics(self) -> dict[str, dict[str, float]]:
         """:func:`epoch_metrics` of both arms after the warm-up."""
@@ -133,35 +137,73 @@ class DemoResult:
                 "wall_s": self.wall_s}
 
 
+#: Largest demo that runs on the simulator's pure-Python reference engine: at most this many flows
+#: in the job's pattern and :data:`SMALL_P` external flows (see :func:`netsim_engine`).
+SMALL_FLOWS = 128
+SMALL_P = 8
+
+
+def netsim_engine(cfg: DemoConfig) -> str | None:
+    """The flow-level engine the demo runs on: ``"python"`` (netsim's pure-Python reference) for a
+    small demo (a pattern of at most :data:`SMALL_FLOWS` flows, at most :data:`SMALL_P` external
+    flows: the default is 8 ranks, 28 flows, 2 external flows), else None (netsim's default, the
+    compiled core; ``$REACTCCL_NETSIM_ENGINE`` when set, for either size).
+
+    Why: on the demo's scenario the reference takes the time of the compiled core (measured on 2
+    loaded cores: 2.5 against 2.2 s of CPU for the whole default demo; 16 ranks, 8 external flows
+    on fat-tree:k=8, 2.9 against 2.3 s), and the compiled core costs about 30 s of CPU to compile on
+    a machine's first run. Both engines give the same epochs (``tests/test_netsim_compiled.py``;
+    the demo's JSON is equal on both, ``tests/test_startup.py``). A 16-rank ring (480 flows) is
+    1.7 times slower on the reference, so larger demos keep the compiled core.
+    """
+    if os.environ.get("REACTCCL_NETSIM_ENGINE"):
+        return None
+    job = JobSpec(cfg.algorithm, cfg.ranks, float(cfg.message_bytes), tuple(range(cfg.ranks)), tuple(cfg.options))
+    flows = job_pattern(job, cfg.topology).num_flows
+    return "python" if flows <= SMALL_FLOWS and cfg.p <= SMALL_P else None
+
+
 def run_demo(cfg: DemoConfig = DemoConfig(), params: Mapping[str, Any] | None = None,
-             on_epoch: Callable[[int, float, float], None] | None = None, engine: str = "fluid") -> DemoResult:
+             on_epoch: Callable[[int, float, float], None] | None = None, engine: str = "fluid",
+             keep_traces: bool = False) -> DemoResult:
     """Run the baseline and REACT arms of the demo scenario in lockstep (``engine="packet"``: one
-    after the other, as ns-3 runs one network per process).
+    after the other, as ns-3 runs one network per process). ``engine="fluid"`` runs on the engine
+    :func:`netsim_engine` picks.
 
     ``on_epoch(e, baseline_time, react_time)`` is called after each epoch (progress bars; with the
-    packet engine after each REACT epoch, the baseline having run first).
+    packet engine after each REACT epoch, the baseline having run first). ``keep_traces``: keep
+    every epoch's trace of both arms in :attr:`DemoResult.traces` (for ``--trace``).
 
     Raises:
         ValueError: see :func:`demo_scenario`; PacketSimUnavailable: ``packet`` without ns-3.
     """
     sc, rank = demo_scenario(cfg)
+    kept: dict[str, list] = {"baseline": [], "react": []} if keep_traces else {}
+
+    def step(arm: ArmDriver, name: str) -> float:
+        trace = arm.step()[0]
+        if keep_traces:
+            kept[name].append(trace)
+        return trace.duration
+
     t0 = time.perf_counter()
     if engine == "packet":
         base = ArmDriver(sc, (False,), "baseline", params, engine)
         for _ in range(sc.epochs):
-            base.step()
+            step(base, "baseline")
         react = ArmDriver(sc, (True,), "react", params, engine)
         for e in range(sc.epochs):
-            tr = react.step()[0].duration
+            tr = step(react, "react")
             if on_epoch is not None:
                 on_epoch(e, float(base.durations[e, 0]), tr)
-        return DemoResult(cfg, sc, rank, base, react, time.perf_counter() - t0)
-    base = ArmDriver(sc, (False,), "baseline", params, engine)
-    react = ArmDriver(sc, (True,), "react", params, engine)
+        return DemoResult(cfg, sc, rank, base, react, time.perf_counter() - t0, kept)
+    fluid = netsim_engine(cfg)
+    base = ArmDriver(sc, (False,), "baseline", params, engine, fluid)
+    react = ArmDriver(sc, (True,), "react", params, engine, fluid)
     for e in range(sc.epochs):
-        tb = base.step()[0].duration
-        tr = react.step()[0].duration
+        tb = step(base, "baseline")
+        tr = step(react, "react")
         if on_epoch is not None:
             on_epoch(e, tb, tr)
-    return DemoResult(cfg, sc, rank, base, react, time.perf_counter() - t0)
+    return DemoResult(cfg, sc, rank, base, react, time.perf_counter() - t0, kept)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..suggest import did_you_mean
 from .metrics import default_warmup
 from .scenario import (
     PAPER, Scenario, degraded_scenario, network_sharing_scenario, random_pairs_scenario, shared_nodes_scenario,
@@ -202,4 +203,5 @@ def get_experiment(name: str) -> Experiment:
     try:
         return EXPERIMENTS[name]
     except KeyError:
-        raise KeyError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}") from None
+        raise KeyError(f"unknown experiment {name!r}{did_you_mean(name, EXPERIMENTS)}; "
+                       f"known: {', '.join(EXPERIMENTS)}") from None

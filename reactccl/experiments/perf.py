@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..pattern import Collective, CollectivePattern
+from ..suggest import did_you_mean
 from ..trace import busbw_factor
 
 if TYPE_CHECKING:
@@ -76,7 +77,8 @@ def collective_of(name: str) -> Collective:
     for c in Collective:
         if c.value == key:
             return c
-    raise ValueError(f"--collective {name}: expected one of {', '.join(COLLECTIVES)}")
+    raise ValueError(f"--collective {name}{did_you_mean(str(name), COLLECTIVES)}: expected one of "
+                     f"{', '.join(COLLECTIVES)}")
 
 
 def nccl_name(collective: Collective | str) -> str:
@@ -177,12 +179,16 @@ def make_row(algorithm: str, collective: Collective | str, ranks: int, size: int
 
 
 def parse_nccl_size(text: str | int, what: str = "size") -> int:
-    """``"8"``, ``"1K"``, ``"128M"``, ``"1G"`` (binary, as nccl-tests' ``-b``/``-e``), or a size
-    with a unit such as ``"20MB"``/``"64MiB"`` (:func:`reactccl.topology.parse_size`). ``what``
-    names the field in errors (e.g. ``"-b/--minbytes"``).
+    """``"8"``, ``"1K"``, ``"128M"``, ``"1G"`` (binary, as nccl-tests' ``-b``/``-e``), a size in
+    explicit binary units (``"64MiB"``) or bytes (``"100B"``). ``what`` names the field in errors
+    (e.g. ``"-b/--minbytes"``).
+
+    A decimal unit (``"20MB"``, ``"20 kB"``) is refused, not read: everywhere else in reactccl 20MB
+    is 20e6 bytes, but perf's sizes are binary as nccl-tests' (``-b 20M`` is 20 MiB), and a
+    ``-b "20 MB"`` that silently meant 20,000,000 would sweep sizes 5% off nccl-tests' rows.
 
     Raises:
-        ValueError: not a size, or negative.
+        ValueError: not a size, negative, or in a decimal unit (the message gives both readings).
     """
     if isinstance(text, int):
         return text
@@ -192,6 +198,18 @@ def parse_nccl_size(text: str | int, what: str = "size") -> int:
         return int(t[:-1]) * mult[t[-1].upper()]
     if t.isdigit():
         return int(t)
+    unit = t.lstrip("0123456789.eE+- ")
+    if unit[:1].upper() in mult and unit[1:].upper() == "B" and unit[1:] == "B":
+        num, p = t[: len(t) - len(unit)].strip(), unit[0].upper()
+        k = "KMGT".index(p) + 1
+        try:
+            dec = f"{float(num) * 10 ** (3 * k):.0f}"
+            binary = f" = {float(num) * 2 ** (10 * k):,.0f} bytes"
+        except ValueError:
+            dec, binary = "the bytes", ""
+        raise ValueError(f"{what} {text!r}: a decimal unit, but perf's sizes are binary as nccl-tests' "
+                         f"({num}{p} = {num} x 2^{10 * k}{binary}); write {num}{p} or {num}{p}iB for that, or {dec} "
+                         f"for {num} {unit}")
     from ..topology import parse_size
     v = parse_size(t, what)
     if v < 0 or v != int(v):

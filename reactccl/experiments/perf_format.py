@@ -22,7 +22,7 @@ import numpy as np
 
 from .perf import PerfRow
 
-__all__ = ["format_table", "format_csv", "perf_document", "plot_busbw", "fit", "CSV_COLUMNS", "SCHEMA"]
+__all__ = ["format_table", "format_csv", "perf_document", "plot_busbw", "fit", "fit_int", "CSV_COLUMNS", "SCHEMA"]
 
 SCHEMA = "reactccl.perf/2"
 #: CSV header: nccl-tests' columns with units in the names (us, GB/s), out of place first.
@@ -45,8 +45,22 @@ def fit(value: float, width: int) -> str:
     return (f"{{:{width}.1e}}" if width >= 7 else f"{{:{width}.0e}}").format(value)
 
 
+def fit_int(value: int, width: int) -> str:
+    """``value`` right-aligned in ``width`` characters, in exponent form where its digits do not fit
+    (a 2 TiB size, 2199023255552, in 12 characters: ``" 2.19902e+12"``), so no row is wider than its
+    header."""
+    s = f"{value:{width}d}"
+    if len(s) <= width:
+        return s
+    for digits in range(max(width - 6, 0), -1, -1):
+        s = f"{value:{width}.{digits}e}"
+        if len(s) <= width:
+            return s
+    return s
+
+
 def _half(time_s: float, algbw: float, busbw: float, wrong: int | None) -> str:
-    w = "   N/A" if wrong is None else f"{wrong:6g}"
+    w = "   N/A" if wrong is None else fit_int(int(wrong), 6)
     return f"  {fit(time_s * 1e6, 7)}  {fit(algbw / 1e9, 6)}  {fit(busbw / 1e9, 6)}  {w}"
 
 
@@ -65,7 +79,8 @@ def format_table(rows: Sequence[PerfRow], header: str = "") -> str:
                 _COLUMNS.format("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
                                 "(GB/s)", "")]
         for r in rs:
-            out.append(f"{r.size:12d}  {r.count:12d}  {r.type:>8s}  {r.redop:>6s}  {r.root:6d}"
+            out.append(f"{fit_int(r.size, 12)}  {fit_int(r.count, 12)}  {r.type:>8s}  {r.redop:>6s}  "
+                       f"{fit_int(r.root, 6)}"
                        + _half(r.oop_time_s, r.oop_algbw, r.oop_busbw, r.oop_wrong)
                        + _half(r.time_s, r.algbw, r.busbw, r.wrong))
         checked = [w for r in rs for w in (r.oop_wrong, r.wrong) if w is not None]

@@ -203,6 +203,16 @@ def measure(op: Op, count: int, dtype, device, iters: int, warmup: int, in_place
 
 
 
+def _write_trace(path: str, collectives: list, group) -> None:
+    """Gather the kept calls of ``collectives`` to rank 0, which writes ``path`` (collective)."""
+    from ..runtime.tracing import gather_traces
+    from ..tracefile import TraceRun, write_chrome_trace
+    traces = gather_traces(collectives, group)
+    if traces is not None:
+        write_chrome_trace(path, [TraceRun.on_clock("perf", traces, unit="call")],
+                           metadata={"command": "reactccl perf (real ranks)"})
+
+
 def _torch_dtype(dtype: str):
     import torch
     return {"int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32, "int64": torch.int64,
@@ -213,13 +223,18 @@ def _torch_dtype(dtype: str):
 def dist_sweep(algorithms: Sequence[str], sizes: Sequence[int], iters: int = 20, warmup: int = 1,
                dtype: str = "float", options: dict | None = None, include_dist: bool = True, group=None,
                timeout: float = 60.0, check: int = 1, root: int = 0, blocking: int = 0,
-               average: int = 1) -> list[PerfRow]:
+               average: int = 1, trace_to: str | None = None) -> list[PerfRow]:
     """Each algorithm (and torch.distributed's own collective) at each size on the real ranks of
     ``group``, out of place then in place (module docstring).
 
     Call on every rank (after ``init_process_group``); every rank gets the same rows. ``check`` is
     nccl-tests' ``-c`` (checked runs per size and placement, 0 = none). The pattern is generated for
     each size (``nccl-tree`` slices by NCCL's chunk rule) and one RCollective kept per pattern.
+    ``trace_to``: every call of our patterns (warm-up, timed and checked, out of place and in place)
+    keeps its flow times; after the sweep they are gathered to rank 0
+    (:func:`reactccl.runtime.tracing.gather_traces`), which writes them to this file as Chrome
+    trace-event JSON (:mod:`reactccl.tracefile`; one ``call`` slice per call, a track per rank).
+    Keeping costs a list append per call; torch.distributed's own collective has no flows to show.
 
     Raises:
         ValueError: algorithms of different collectives, or a dtype or smallest size that
@@ -262,9 +277,15 @@ def dist_sweep(algorithms: Sequence[str], sizes: Sequence[int], iters: int = 20,
                 if rc is None:
                     kind = RAllToAll if coll is Collective.ALLTOALL else RCollective
                     rc = made[p.name] = kind(p, group, timeout=timeout, check="never")
+                    if trace_to:
+                        inner = getattr(rc, "collective", rc)    # RAllToAll runs an RCollective
+                        inner.keep_records()
+                        inner.sync_clock()
                 work = torch.empty(n * count, dtype=tdtype, device=device) \
                     if coll is Collective.REDUCESCATTER else None
                 timed(pattern_op(rc, coll, count, rank, n, name, work), nbytes, count, p)
+        if trace_to:
+            _write_trace(trace_to, [getattr(rc, "collective", rc) for rc in made.values()], group)
     finally:
         for rc in made.values():
             rc.close()

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from .figures import Experiment, SweepConfig, get_experiment
 from .metrics import summarize
+from .outputs import existing, result_stem
 from .sweep import aggregate, default_jobs, run_sweep
 
 __all__ = ["run_experiment", "experiment_table", "plot_experiment", "row_value", "SCHEMA"]
@@ -55,7 +56,10 @@ def run_experiment(name: str, quick: bool = False, jobs: int | None = None, out:
                    seed: int = 0, scenarios: int | None = None, epochs: int | None = None,
                    warmup: int | None = None, params: Mapping[str, Any] | None = None, progress: bool = True,
                    console: Console | None = None, plot: bool = True, cluster: str | None = None) -> dict[str, Any]:
-    """Run experiment ``name`` and write ``OUT/NAME.json`` and ``OUT/NAME.png``.
+    """Run experiment ``name`` and write ``OUT/STEM.json`` and ``OUT/STEM.png``, STEM the name and the
+    settings that differ from the defaults (:func:`reactccl.experiments.outputs.result_stem`:
+    ``fig5a``; ``fig5a-epochs20-quick``), so a reduced run never replaces the full one;
+    ``files["replaced"]`` lists the files an earlier run with the same settings had written.
 
     Args:
         quick: the reduced sweep (few settings, 2 scenarios of 30 epochs).
@@ -86,17 +90,19 @@ def run_experiment(name: str, quick: bool = False, jobs: int | None = None, out:
         r["paper"] = exp.paper(r)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
+    stem = result_stem(exp.name, {"quick": quick, "scenarios": scenarios, "epochs": epochs, "warmup": warmup,
+                                  "seed": seed or None, "params": dict(params or {})})
     doc = {"schema": SCHEMA, "experiment": exp.name, "title": exp.title, "metric": exp.metric, "notes": exp.notes,
            "config": {"scenarios_per_setting": cfg.scenarios, "epochs": cfg.epochs, "warmup": cfg.warmup,
                       "seed": cfg.seed, "quick": cfg.quick, "jobs": jobs, "scenario_count": len(scen),
                       "params": dict(params or {})},
            "rows": rows, "overall": _overall(exp, rows, results), "scenarios": results, "wall_s": wall,
            "files": {}}
+    path, png = outdir / f"{stem}.json", outdir / f"{stem}.png"
+    doc["files"]["replaced"] = existing([path, png] if plot else [path])
     if plot:
-        png = outdir / f"{exp.name}.png"
         plot_experiment(exp, rows, png)
         doc["files"]["png"] = str(png)
-    path = outdir / f"{exp.name}.json"
     doc["files"]["json"] = str(path)
     path.write_text(json.dumps(doc, indent=1))
     return doc

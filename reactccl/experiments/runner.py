@@ -50,14 +50,16 @@ class ArmRun:
 ENGINES = ("fluid", "packet")
 
 
-def make_network(engine: str, *args: Any, **kwargs: Any):
-    """The network of ``engine`` built with :class:`SimulatedNetwork`'s arguments.
+def make_network(engine: str, *args: Any, netsim_engine: str | None = None, **kwargs: Any):
+    """The network of ``engine`` built with :class:`SimulatedNetwork`'s arguments; ``netsim_engine``
+    is the fluid network's own engine (``"compiled"`` or ``"python"``; None: its default).
 
     Raises:
         ValueError: unknown engine; PacketSimUnavailable: ``packet`` without ns-3.
     """
     if engine == "fluid":
-        return SimulatedNetwork(*args, **kwargs)
+        return SimulatedNetwork(*args, **kwargs) if netsim_engine is None else \
+            SimulatedNetwork(*args, engine=netsim_engine, **kwargs)
     if engine == "packet":
         return PacketNetwork(args[0], "dctcp", *args[1:], start_rule="step", **kwargs)  # netsim's default order
     raise ValueError(f"engine {engine!r}: unknown; known: {', '.join(ENGINES)}")
@@ -69,7 +71,9 @@ class ArmDriver(Drive):
     (:meth:`~reactccl.contract.Drive.step`) or run it (:meth:`~reactccl.contract.Drive.run`).
 
     REACT's seed is ``scenario.seed + k`` unless ``params`` (keyword arguments of
-    :class:`reactccl.tuner.ReactParams`, Table 3 names) sets one. After each step,
+    :class:`reactccl.tuner.ReactParams`, Table 3 names) sets one. ``netsim_engine`` picks the fluid
+    network's engine (``"compiled"`` or ``"python"``, :data:`reactccl.netsim.ENGINES`; None: its
+    default). After each step,
     ``durations[e, k]`` holds job k's epoch time and ``traces`` the last traces.
 
     Raises:
@@ -77,13 +81,15 @@ class ArmDriver(Drive):
     """
 
     def __init__(self, scenario: Scenario, react: Sequence[bool], name: str = "",
-                 params: Mapping[str, Any] | None = None, engine: str = "fluid") -> None:
+                 params: Mapping[str, Any] | None = None, engine: str = "fluid",
+                 netsim_engine: str | None = None) -> None:
         if len(react) != len(scenario.jobs):
             raise ValueError(f"run_arm: {len(react)} REACT flags for {len(scenario.jobs)} jobs")
         self.scenario, self.name, self.engine = scenario, name, engine
         self.network = make_network(engine, topology(scenario.topology), scenario.background(),
                                     dict(scenario.degrade) or None, scenario.ecmp_ports, scenario.seed,
-                                    reference_placement=np.asarray(scenario.jobs[0].placement))
+                                    reference_placement=np.asarray(scenario.jobs[0].placement),
+                                    netsim_engine=netsim_engine)
         controllers: list[Controller] = []
         for k, (job, on) in enumerate(zip(scenario.jobs, react, strict=True)):
             pattern = job_pattern(job, scenario.topology)

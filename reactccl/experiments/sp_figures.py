@@ -58,10 +58,12 @@ import json
 import os
 from pathlib import Path
 
+from ..suggest import did_you_mean
+from .outputs import existing, result_stem
 from .sp_goodput import KIB, MIB, SIZES, Fabric, GoodputRun, goodput_sweep
 
 __all__ = ["EXPERIMENTS", "QUICK", "OPTIONS", "PAPER", "run_experiment", "gain_table", "fmt_size", "prepare_out",
-           "panel_title", "DEFAULT_OUT"]
+           "panel_title", "DEFAULT_OUT", "STYLES", "goodput_figure"]
 
 #: Where ``reactccl sp goodput`` and ``reactccl experiment sp-*`` write without ``--out``.
 DEFAULT_OUT = "results/sp"
@@ -161,16 +163,33 @@ def _table(run: GoodputRun) -> str:
     return "\n".join(lines)
 
 
-def _plot(runs: list[GoodputRun], path: Path, title: str) -> None:
+#: Line style per family: SP wide, solid, hollow circles, below; k-SP (its envelope equals SP
+#: wherever the best k is H) dashed with crosses on top, so both show where they coincide; the
+#: baselines each their own marker and dash.
+STYLES = {
+    "SP": dict(color="tab:blue", ls="-", lw=3.0, marker="o", ms=8, mfc="none", mew=1.5, zorder=2),
+    "k-SP": dict(color="tab:orange", ls="--", lw=1.5, marker="x", ms=7, mew=1.5, zorder=4),
+    "Bucket": dict(color="tab:green", ls="-.", lw=1.2, marker="s", ms=4, zorder=3),
+    "Swing": dict(color="tab:red", ls=":", lw=1.5, marker="^", ms=5, zorder=3),
+    "Trivance": dict(color="tab:purple", ls=(0, (5, 2, 1, 2)), lw=1.2, marker="v", ms=5, zorder=3),
+    "Ring": dict(color="tab:brown", ls=(0, (1, 1)), lw=1.2, marker="D", ms=4, zorder=3),
+    "RD": dict(color="tab:gray", ls=(0, (3, 1, 1, 1, 1, 1)), lw=1.2, marker="P", ms=5, zorder=3),
+}
+
+
+def goodput_figure(runs: list[GoodputRun], title: str):
+    """The figure :func:`run_experiment` writes: a panel per run, goodput (Gb/s) against message
+    size per family in :data:`STYLES`, and the bound ``B_v / 2``."""
     import matplotlib  # start-up cost: matplotlib only when drawing
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 4), squeeze=False)
-    for ax, run in zip(axes[0], runs):
+    for ax, run in zip(axes[0], runs, strict=True):
         for fam in dict.fromkeys(r["family"] for r in run.best):
             pts = sorted((r["size"], r["goodput"]) for r in run.best if r["family"] == fam)
-            ax.plot([s for s, _ in pts], [g / 1e9 for _, g in pts], marker="o", ms=3, label=fam)
+            style = STYLES.get(fam, dict(marker="o", ms=3))
+            ax.plot([s for s, _ in pts], [g / 1e9 for _, g in pts], label=fam, **style)
         ax.axhline(run.meta["bound"] / 1e9, color="k", ls="--", lw=0.8, label="bound $B_v/2$")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("message size (bytes)")
@@ -180,6 +199,12 @@ def _plot(runs: list[GoodputRun], path: Path, title: str) -> None:
         ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def _plot(runs: list[GoodputRun], path: Path, title: str) -> None:
+    import matplotlib.pyplot as plt  # start-up cost: matplotlib only when drawing
+    fig = goodput_figure(runs, title)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -302,6 +327,8 @@ QUICK = {
 }
 
 _COMMON = {"sizes", "engine", "alpha", "log"}
+#: Values of the common arguments that are the defaults (left out of the file names).
+_DEFAULTS = {"engine": "netsim", "alpha": 0.0}
 #: The arguments each experiment takes besides sizes, engine, alpha and log.
 OPTIONS = {"sp-square": {"sides", "families", "ks"}, "sp-linkrate": {"shape", "values", "families", "ks"},
            "sp-latency": {"shape", "values", "families", "ks"}, "sp-rect": {"shapes", "families", "ks"},
@@ -347,7 +374,10 @@ def _paper_text(paper: dict) -> list[str]:
 
 
 def run_experiment(name: str, out_dir: str | Path, quick: bool = False, **args) -> str:
-    """Run experiment ``name``, write ``<out_dir>/<name>.json`` and ``.png``; return the report.
+    """Run experiment ``name``, write ``<out_dir>/<stem>.json`` and ``.png``; return the report. The
+    stem is the name and the settings given that differ from the defaults
+    (:func:`reactccl.experiments.outputs.result_stem`: ``sp-square``, ``sp-square-sides8``,
+    ``sp-square-quick``), so a run with other settings never replaces another's files.
 
     Args (all optional): ``quick`` (start from :data:`QUICK`'s small configuration),
     ``sizes`` (bytes), ``engine`` ("netsim"/"model"/"auto"), ``sides`` (sp-square),
@@ -362,12 +392,16 @@ def run_experiment(name: str, out_dir: str | Path, quick: bool = False, **args) 
             output folder that cannot be created (checked first), or a bad size, k or family.
     """
     if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+        raise ValueError(f"unknown experiment {name!r}{did_you_mean(name, EXPERIMENTS)}; "
+                         f"known: {', '.join(EXPERIMENTS)}")
     bad = sorted(set(args) - _COMMON - OPTIONS[name])
     if bad:
         takes = ", ".join(sorted(e for e, o in OPTIONS.items() if bad[0] in o)) or "none"
         raise ValueError(f"{name} does not take {bad[0]!r} (experiments that do: {takes})")
     out = prepare_out(out_dir)
+    stem = result_stem(name, {"quick": quick, **{k: v for k, v in args.items()
+                                                 if k != "log" and v != _DEFAULTS.get(k, object())}},
+                       formats={"sizes": lambda b: fmt_size(b).replace(" ", ""), "values": lambda v: f"{v:g}"})
     if quick:
         args = {**QUICK[name], **args}
     runs, rep, summ = EXPERIMENTS[name](args)
@@ -376,11 +410,14 @@ def run_experiment(name: str, out_dir: str | Path, quick: bool = False, **args) 
     doc = dict(experiment=name, quick=bool(quick), engines=engines, notes=notes, summary=summ,
                paper=PAPER.get(name, {}),
                runs=[dict(meta=r.meta, best=r.best, rows=r.rows, skipped=r.skipped) for r in runs])
-    (out / f"{name}.json").write_text(json.dumps(doc, indent=1, default=float))
-    _plot(runs, out / f"{name}.png", f"{name}{' --quick' if quick else ''}: goodput G = N(p-1)/(pT) "
-                                      f"(ours, {' + '.join(engines)})")
+    files = [out / f"{stem}.json", out / f"{stem}.png"]
+    replaced = existing(files)
+    files[0].write_text(json.dumps(doc, indent=1, default=float))
+    _plot(runs, files[1], f"{name}{' --quick' if quick else ''}: goodput G = N(p-1)/(pT) "
+                          f"(ours, {' + '.join(engines)})")
     paper = PAPER.get(name, {})
     report = ([f"== {name} ==" + (f" ({QUICK_NOTE})" if quick else "")] + rep + notes[int(quick):]
               + (["paper (SST, its text):"] + _paper_text(paper) if paper else [])
-              + [f"wrote {out / (name + '.json')} and {out / (name + '.png')}"])
+              + [f"wrote {files[0]} and {files[1]}"
+                 + (" (replacing the files of an earlier run with the same settings)" if replaced else "")])
     return "\n".join(report)

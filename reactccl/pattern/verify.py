@@ -50,7 +50,6 @@ import numpy as np
 
 from .ir import SIZE_TOL, CollectivePattern
 from .types import Collective, PatternError
-from .verify_fast import accepts
 from .verify_steps import StepError, apply_step
 
 __all__ = ["verify", "verify_bytes", "VerificationError", "VerifyResult", "chunk_owner", "chunk_dest"]
@@ -153,8 +152,14 @@ def verify_bytes(num_ranks: int, num_chunks: int, num_pairs: int = 0, widest_ste
     return state + 48 * int(num_pairs) + max(step, final) + 64 * C + (1 << 20)
 
 
+#: Calls of :func:`verify` (with ``compiled=None``) in this process that use the numpy count before
+#: it switches to the compiled one (see ``compiled``).
+COMPILED_AFTER = 2000
+_calls = [0]
+
+
 def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
-           chunks: np.ndarray | None = None, compiled: bool = True) -> VerifyResult:
+           chunks: np.ndarray | None = None, compiled: bool | None = None) -> VerifyResult:
     """Prove that ``pattern`` computes its collective, each contribution exactly once.
 
     Semantics as in this module's docstring: a rank starts with its own input
@@ -173,7 +178,14 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
             graph a swap changed in a pattern whose other chunks are known to verify.
         compiled: up to 64 ranks, first ask the compiled count (:mod:`.verify_fast`) and
             return at once when it accepts; otherwise (and with ``compiled=False``, the
-            reference) the numpy count below runs and names what is wrong.
+            reference) the numpy count below runs and names what is wrong. ``None`` (default):
+            tiered as a JIT is: the numpy count for this process's first :data:`COMPILED_AFTER`
+            calls, the compiled count after them. Compiling it costs about 3.5 s of CPU once per
+            machine (importing numba 0.5 s in each process); the numpy count costs about 0.4 ms
+            more per 8-rank pattern, so only a process that verifies thousands of patterns
+            (REACT's greedy search verifies 13,000 in ``experiment fig5a``: 15 s against 20 s) gains,
+            and ``pattern verify`` or the demo (57 calls) never load numba for it. Either way the
+            result is the same.
 
     Returns:
         A :class:`VerifyResult` on success.
@@ -206,8 +218,13 @@ def verify(pattern: CollectivePattern, max_bytes: int = DEFAULT_MAX_BYTES,
         wanted = np.zeros(C, dtype=bool)
         wanted[chunks] = True
     owner = chunk_owner(p)
-    if compiled and accepts(p, owner, np.ones(C, dtype=bool) if chunks is None else wanted):
-        return VerifyResult(p.collective.value, N, C, p.num_flows, p.num_steps)
+    if compiled is None:
+        _calls[0] += 1
+        compiled = _calls[0] > COMPILED_AFTER
+    if compiled:
+        from .verify_fast import accepts  # start-up cost: numba (see ``compiled``)
+        if accepts(p, owner, np.ones(C, dtype=bool) if chunks is None else wanted):
+            return VerifyResult(p.collective.value, N, C, p.num_flows, p.num_steps)
     order, (starts, ends), _ = _step_runs(p, pf, wanted)
     step_sorted = p.step[pf][order]
     state = np.zeros((N * C, 2, W), dtype=np.uint64)   # both planes of a position in one row

@@ -206,6 +206,7 @@ class RCollective:
         self.clock_offset: float | None = None  # to rank 0's clock; see sync_clock
         self._raw: tuple | None = None
         self._record: LocalRecord | None = None
+        self._kept: list[tuple] | None = None   # every call's times, while keep_records is on
         self.set_pattern(pattern)
 
     # ------------------------------------------------------------ pattern
@@ -241,11 +242,24 @@ class RCollective:
         """This rank's :class:`LocalRecord` of the last call (None before the first): its flows'
         start/end times, built from the times the call kept when first asked for."""
         if self._record is None and self._raw is not None:
-            epoch, enter, leave, sch, sent_t, recv_t, esize, digest, offset = self._raw
-            self._record = LocalRecord(self.rank, epoch, enter, leave, sch.send_flows,
-                                       np.array(sent_t, dtype=np.float64), sch.send_elems * esize, sch.recv_flows,
-                                       np.array(recv_t, dtype=np.float64), sch.numel * esize, digest, offset)
+            self._record = self._record_of(self._raw)
         return self._record
+
+    def _record_of(self, raw: tuple) -> LocalRecord:
+        epoch, enter, leave, sch, sent_t, recv_t, esize, digest, offset = raw
+        return LocalRecord(self.rank, epoch, enter, leave, sch.send_flows, np.array(sent_t, dtype=np.float64),
+                           sch.send_elems * esize, sch.recv_flows, np.array(recv_t, dtype=np.float64),
+                           sch.numel * esize, digest, offset)
+
+    def keep_records(self, on: bool = True) -> None:
+        """Keep the times of every later call, not only the last, for :meth:`records` (tracing:
+        ``perf --trace``); ``on=False`` stops and drops them. A call then costs one list append."""
+        self._kept = [] if on else None
+
+    def records(self) -> list[LocalRecord]:
+        """This rank's :class:`LocalRecord` of every call since :meth:`keep_records`, in call order
+        (built now from the kept times); empty when not keeping."""
+        return [self._record_of(raw) for raw in self._kept or []]
 
     # --------------------------------------------------------------- call
     def __call__(self, tensor: torch.Tensor, epoch: int | None = None) -> torch.Tensor:
@@ -280,6 +294,8 @@ class RCollective:
         self._raw = (self.calls if epoch is None else int(epoch), enter, time.monotonic(), sch, sent_t, recv_t,
                      flat.element_size(), self.digest, self.clock_offset or 0.0)
         self._record = None
+        if self._kept is not None:
+            self._kept.append(self._raw)
         self.calls += 1
         return tensor
 

@@ -62,7 +62,8 @@ class LocalRecord:
 def assemble_trace(pattern: CollectivePattern, records: list[LocalRecord]) -> EpochTrace:
     """Join the records of all ranks of one call into an :class:`EpochTrace`.
 
-    Times in the trace are seconds from the earliest ``enter`` of any rank. A
+    Times in the trace are seconds from the earliest ``enter`` of any rank (kept as ``meta["t0"]``,
+    seconds on rank 0's monotonic clock, so calls can be laid on one timeline). A
     flow's end comes from its receiver. Its start is the later of its sender's post
     and its receiver's ``enter``: both executors of the Gloo path post every receive
     on entry, and a flow cannot move before its receiver is there, so a receiver that
@@ -117,7 +118,7 @@ def assemble_trace(pattern: CollectivePattern, records: list[LocalRecord]) -> Ep
     # a record holds the buffer a rank ran on: for AllToAll the N x N matrix, N x nccl-tests' size
     size = float(rec.message_bytes) / p.collective.message_scale(p.num_ranks)
     return EpochTrace(rec.epoch, p, size, start, end, nbytes, float(duration),
-                      meta={"executor": "rcollective", "enter": enter})
+                      meta={"executor": "rcollective", "enter": enter, "t0": float(t0)})
 
 
 def merge_traces(traces: list[EpochTrace]) -> EpochTrace:

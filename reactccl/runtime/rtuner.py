@@ -67,6 +67,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch.distributed as dist
@@ -75,6 +76,7 @@ from ..contract import Controller
 from ..errors import ReactcclError
 from ..pattern import CollectivePattern, dumps, loads, verify
 from ..pattern.types import excerpt
+from ..trace import EpochTrace
 from . import wire
 from .listen import control_interface
 from .rcollective import RCollective, pattern_digest
@@ -177,6 +179,8 @@ class RTuner:
         rc.sync_clock(self.group)
         self.version = 0
         self.frozen = ""
+        #: leader: called with every call's assembled trace, on the tuner thread (``--trace`` files)
+        self.on_trace: Callable[[EpochTrace], None] | None = None
         self.changes: list[Announcement] = []
         self._known = {rc.digest: rc.pattern}
         self._latest = rc.pattern  # the last announced pattern (tuner thread only)
@@ -385,6 +389,9 @@ class RTuner:
                     raise ControlPlaneError(f"epoch {epoch}: rank 0 ran a pattern (digest {recs[0].digest:x}) "
                                             "that was never announced")
                 traces.append(assemble_trace(known, recs))
+            if self.on_trace is not None:
+                for t in traces:
+                    self.on_trace(t)
             if traces:
                 d = self.controller.observe(merge_traces(traces))
                 if d is not None:

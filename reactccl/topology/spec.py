@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..suggest import did_you_mean
 from . import builders
 from .dragonfly import dragonfly
 from .graph import Topology, TopologyError
@@ -179,8 +180,9 @@ def parse_topology(spec: str) -> Topology:
     name = name.strip().lower().replace("_", "-")
     items = [p.strip() for p in rest.replace(":", ",").split(",") if p.strip()]
     if name not in TOPOLOGIES and name not in FABRICS:
-        raise TopologyError(f"topology {text!r}: unknown name {name!r}; "
-                            f"known: {', '.join(sorted([*TOPOLOGIES, *FABRICS]))}")
+        known = sorted([*TOPOLOGIES, *FABRICS])
+        raise TopologyError(f"topology {text!r}: unknown name {name!r}{did_you_mean(name, known)}; "
+                            f"known: {', '.join(known)}")
     items, server = split_server_items(text, items)
     if server and (name in FABRICS or name == "dragonfly"):
         raise TopologyError(f"topology {text!r}: {'/'.join(sorted(server))} describe multi-GPU servers, which "

@@ -81,9 +81,31 @@ def parse_time(text: str | float, what: str = "time", allow_zero: bool = False) 
     return _parse(text, _TIME, what, allow_zero=allow_zero)
 
 
+#: A size unit that names bits: a lowercase ``b`` after a capital prefix (``Mb``, ``Gb``, ``Kib``).
+_BITS = re.compile(r"\s*([KMGT])(i?)b\s*$")
+
+
 def parse_size(text: str | float, what: str = "size") -> float:
     """A size in bytes, possibly fractional (memory limits, queue sizes): ``20MB`` (20e6),
-    ``64KiB`` (65536), ``2TiB``, ``1e6``. Message sizes use :func:`parse_bytes`."""
+    ``64KiB`` (65536), ``2TiB``, ``1e6``. Message sizes use :func:`parse_bytes`.
+
+    ``20Mb``, ``1Gb`` (a capital prefix, then a lowercase ``b``) are megabits and gigabits to most
+    network people and are refused, with the sizes in bytes they would be; an all-lowercase unit
+    (``20mb``) reads as bytes, as the shorthand is commonly used.
+
+    Raises:
+        UnitError: unparsable, a unit of bits, unknown unit, negative, infinite or 0.
+    """
+    if isinstance(text, str):
+        m = re.fullmatch(_NUM + _BITS.pattern, text.strip())
+        if m:
+            num, prefix, i = m.group(1), m.group(2), m.group(3)
+            k = "KMGT".index(prefix)
+            nbytes = float(num) * (2.0 ** (10 * k + 10) if i else 10.0 ** (3 * k + 3)) / 8
+            shown = str(int(nbytes)) if nbytes == int(nbytes) else f"{nbytes:g}"
+            name = f"{prefix}{i}bit".replace("Mbit", "megabit").replace("Gbit", "gigabit").replace("Kbit", "kilobit")
+            raise UnitError(f"{what}: {text!r} is {num} {name}s (a lowercase b is bits); sizes are bytes: write "
+                            f"{num}{prefix}{i}B for {num} {prefix}{i}B, or {shown} for {num} {name}s")
     return _parse(text, _SIZE, what)
 
 

@@ -15,12 +15,14 @@ Source: REACT §6 (RCollective, RTuner); the epoch/batch/delay defaults are §5.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Mapping
 
 import torch
 import torch.distributed as dist
 
+from ..contract import StaticController
 from ..pattern import Collective, CollectivePattern
 from ..pattern.files import load_pattern
 from ..runtime.faults import BrokenGroup
@@ -30,6 +32,8 @@ from ..runtime.rtuner import RTuner
 from ..tuner import ReactController, ReactParams
 
 __all__ = ["ReactAllReduce", "default_controller", "DEFAULT_EVERY"]
+
+log = logging.getLogger(__name__)
 
 #: Epochs per control-plane round by default. Each round costs every rank a gather and a
 #: broadcast on the control group; batching three epochs cuts those to a third and the control
@@ -94,7 +98,12 @@ class ReactAllReduce:
             pattern, as before servers existed); or a :class:`~reactccl.runtime.grouping.ServerGrouping`
             learned earlier. Ignored with a ready pattern or explicit ``servers=``/``gpus=``/
             ``hierarchy=`` generator options. The result is in :attr:`grouping` (None when not learned).
-        **options: passed to the generator (e.g. ``slices=4`` for ``nccl-tree``, ``nics=1``).
+        trace: a file name: the leader writes every call's flows, and REACT's decisions, as Chrome
+            trace-event JSON for Perfetto (:mod:`reactccl.tracefile`) when the object is closed. The
+            records reach the leader through the RTuner's rounds (with ``react=False`` too: a tuner
+            whose controller never changes the pattern), so calls of a last round not yet sent at
+            :meth:`close` are left out. Give the same value on every rank (only the leader writes).
+        **options: passed to the generator (e.g. ``slices=4`` for ``nccl-tree``).
 
     Raises:
         ValueError: the pattern is not an AllReduce or does not fit the group, or ``pattern``
@@ -121,7 +130,7 @@ class ReactAllReduce:
                  controller=None, params=None, every: int | None = None, delay: int | None = None, leader: int = 0,
                  timeout: float = 60.0, control_timeout: float | None = None, control_ifname: str | None = None,
                  average: bool = False, check: str = "change", pattern=None,
-                 servers: str | ServerGrouping = "auto", **options) -> None:
+                 servers: str | ServerGrouping = "auto", trace: str | None = None, **options) -> None:
         if not dist.is_initialized():
             raise RuntimeError("ReactAllReduce: torch.distributed is not initialised (call init_process_group)")
         self.world = dist.get_world_size(group)
@@ -142,14 +151,18 @@ class ReactAllReduce:
         self.rc = RCollective(pattern, group, timeout=timeout, check=check)
         self.average = average
         self.tuner: RTuner | None = None
-        if react:
+        writer = None
+        if react or trace is not None:
             if isinstance(params, Mapping):      # checked on every rank, not on the leader alone
                 params = ReactParams(**params)
             ctrl = None
             if self.rc.rank == leader:
-                ctrl = controller if controller is not None else (lambda p: default_controller(p, params))
-                if isinstance(ctrl, type) or not hasattr(ctrl, "observe"):
-                    ctrl = ctrl(pattern)
+                if not react:                    # tracing alone: a tuner that never changes the pattern
+                    ctrl = StaticController(pattern)
+                else:
+                    ctrl = controller if controller is not None else (lambda p: default_controller(p, params))
+                    if isinstance(ctrl, type) or not hasattr(ctrl, "observe"):
+                        ctrl = ctrl(pattern)
             apply_delay = getattr(params, "apply_delay", 5)
             if every is None:
                 every = max(1, min(DEFAULT_EVERY, apply_delay))
@@ -166,12 +179,15 @@ class ReactAllReduce:
                                  f"+ 1 epochs later); give delay <= apply_delay + 1 - every = {latest}")
             self.tuner = RTuner(self.rc, ctrl, leader=leader, every=every, delay=delay,
                                 timeout=control_timeout or timeout, control_ifname=control_ifname)
+            if trace is not None and self.tuner.is_leader:
+                writer = _TraceWriter(trace, ctrl)
+                self.tuner.on_trace = writer.traces.append
         self.epoch = 0
         self._records: list = []
         self._group = BrokenGroup("ReactAllReduce", self.rc.rank)  # remembers a failed data plane
         # close() at garbage collection or interpreter exit (weakref.finalize runs atexit),
         # so the tuner thread never outlives the process group unannounced.
-        self._finalizer = weakref.finalize(self, _shutdown, self.tuner, self.rc)
+        self._finalizer = weakref.finalize(self, _shutdown, self.tuner, self.rc, writer)
 
     def _grouping(self, servers, algorithm, options: dict, group) -> ServerGrouping | None:
         """The server grouping the pattern is built on (``servers`` argument), or None."""
@@ -239,7 +255,28 @@ class ReactAllReduce:
         self._finalizer()
 
 
-def _shutdown(tuner: RTuner | None, rc: RCollective) -> None:
+class _TraceWriter:
+    """The leader's traces of every call (the RTuner hands them over) and, at close, the file."""
+
+    def __init__(self, path: str, controller) -> None:
+        self.path, self.controller = path, controller
+        self.traces: list = []
+
+    def write(self) -> None:
+        from ..tracefile import TraceRun, write_chrome_trace
+        decisions = list(getattr(self.controller, "decisions", None) or [])
+        try:
+            n = write_chrome_trace(self.path, [TraceRun.on_clock("", self.traces, decisions)],
+                                   metadata={"command": "reactccl.torch.ReactAllReduce"})
+        except (OSError, ValueError) as e:      # at close or interpreter exit: say it, do not raise
+            log.warning("ReactAllReduce: trace %s not written: %s", self.path, e)
+            return
+        log.info("ReactAllReduce: wrote %s (%d trace events)", self.path, n)
+
+
+def _shutdown(tuner: RTuner | None, rc: RCollective, writer: _TraceWriter | None = None) -> None:
     if tuner is not None:
         tuner.close()
+    if writer is not None:
+        writer.write()
     rc.close()
